@@ -1,0 +1,13 @@
+"""Read-only summaries of a tenant's graph."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kgapp.graph import queries
+from kgapp.graph.store import TenantStore
+
+
+async def graph_counts(store: TenantStore) -> dict[str, int]:
+    counts: dict[str, Any] = await store.query_one(queries.TABLE_COUNTS) or {}
+    return {name: int(value) for name, value in counts.items()}

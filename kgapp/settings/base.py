@@ -1,0 +1,162 @@
+"""Settings shared by every environment; values come from `env`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import dj_database_url
+
+from kgapp.settings import env
+
+BASE_DIR = env.BASE_DIR
+VAR_DIR = env.path("KG_VAR_DIR", BASE_DIR / "var")
+
+SECRET_KEY = env.text("DJANGO_SECRET_KEY", "dev-insecure-key-change-me")
+DEBUG = env.flag("DJANGO_DEBUG", False)
+ALLOWED_HOSTS = env.listing("DJANGO_ALLOWED_HOSTS", "127.0.0.1,localhost")
+CSRF_TRUSTED_ORIGINS = env.listing("DJANGO_CSRF_TRUSTED_ORIGINS")
+
+INSTALLED_APPS = [
+    "daphne",
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "channels",
+    "tenants",
+    "kgapp.web",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    # Serves collected static files (and, with DEBUG, the finders' files) under Daphne.
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "tenants.middleware.TenantMiddleware",
+    "kgapp.web.middleware.GraphUnavailableMiddleware",
+]
+
+ROOT_URLCONF = "kgapp.urls"
+ASGI_APPLICATION = "kgapp.asgi.application"
+WSGI_APPLICATION = None
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "frontend" / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+DATABASES = {
+    "default": dj_database_url.parse(
+        env.text("DATABASE_URL", f"sqlite:///{VAR_DIR / 'kgapp.sqlite3'}"), conn_max_age=60
+    )
+}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+]
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "home"
+LOGOUT_REDIRECT_URL = "login"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = VAR_DIR / "static"
+STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # WhiteNoise warns on a missing root
+WHITENOISE_USE_FINDERS = True
+# npm packages are served from node_modules (installed by `npm ci`), never committed;
+# only the browser builds of the packages the explorer loads.
+BROWSER_PACKAGES = ["cytoscape/dist", "cytoscape-fcose", "cose-base", "layout-base"]
+STATICFILES_DIRS = [("app", BASE_DIR / "frontend" / "static")] + [
+    (f"vendor/{name.split('/')[0]}", BASE_DIR / "node_modules" / name)
+    for name in BROWSER_PACKAGES
+    if (BASE_DIR / "node_modules" / name).is_dir()
+]
+
+REDIS_URL = env.text("REDIS_URL")
+
+if REDIS_URL:
+    CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "CONFIG": {"hosts": [REDIS_URL]},
+        }
+    }
+else:
+    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+
+# --- Celery ---------------------------------------------------------------------------
+
+
+def celery_broker(redis_url: str, queue_dir: Path) -> tuple[str, dict[str, object]]:
+    """Redis when configured; otherwise a broker that needs no server (files in var/)."""
+    if redis_url:
+        return redis_url, {"visibility_timeout": 3600}
+    folder = str(queue_dir / "queue")
+    return "filesystem://", {
+        "data_folder_in": folder,
+        "data_folder_out": folder,
+        "processed_folder": str(queue_dir / "processed"),
+        "control_folder": str(queue_dir / "control"),
+        "store_processed": False,
+    }
+
+
+CELERY_BROKER_URL, CELERY_BROKER_TRANSPORT_OPTIONS = celery_broker(REDIS_URL, VAR_DIR / "celery")
+CELERY_TASK_ALWAYS_EAGER = env.flag("CELERY_TASK_ALWAYS_EAGER", False)
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_TASK_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+
+# --- Graph store ----------------------------------------------------------------------
+SURREAL_URL = env.text("SURREAL_URL", "ws://127.0.0.1:8811")
+SURREAL_USER = env.text("SURREAL_USER") or None
+SURREAL_PASS = env.text("SURREAL_PASS") or None
+SURREAL_DATABASE = "kg"
+SURREAL_POOL_SIZE = env.integer("SURREAL_POOL_SIZE", 4)
+SURREAL_QUERY_TIMEOUT = env.number("SURREAL_QUERY_TIMEOUT", 30.0)
+SURREAL_CONNECT_ATTEMPTS = env.integer("SURREAL_CONNECT_ATTEMPTS", 4)
+# The local server (`manage.py surreal`): where it listens and stores.
+SURREAL_BIND = env.text("SURREAL_BIND", "127.0.0.1:8811")
+SURREAL_STORAGE = env.text("SURREAL_STORAGE", f"rocksdb://{VAR_DIR / 'surreal'}")
+SCHEMA_DIR = BASE_DIR / "schema"
+EMBEDDING_DIM = env.integer("KG_EMBEDDING_DIM", 384)
+
+# --- LLM ------------------------------------------------------------------------------
+OPENAI_BASE_URL = env.text("OPENAI_BASE_URL") or None
+OPENAI_API_KEY = env.text("OPENAI_API_KEY") or None
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": env.text("KG_LOG_LEVEL", "INFO")},
+    "loggers": {"websockets": {"level": "WARNING"}},
+}

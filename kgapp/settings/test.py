@@ -1,0 +1,27 @@
+"""The test suite: its own var/ folder, a file SQLite database (worker processes
+started by tests open the same file), fast password hashing."""
+
+from kgapp.settings import env
+from kgapp.settings.base import *  # noqa: F403
+
+VAR_DIR = env.path("KG_VAR_DIR", BASE_DIR / "var" / "test")  # noqa: F405
+VAR_DIR.mkdir(parents=True, exist_ok=True)
+
+DEBUG = False
+SECRET_KEY = "test-secret-key"
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+if not env.text("DATABASE_URL"):
+    DATABASES = {
+        "default": {
+            "ENGINE": "django.db.backends.sqlite3",
+            "NAME": str(VAR_DIR / "kgapp.sqlite3"),
+            "TEST": {"NAME": str(VAR_DIR / "test-db.sqlite3")},
+        }
+    }
+SURREAL_QUERY_TIMEOUT = 10.0
+SURREAL_CONNECT_ATTEMPTS = 2
+CELERY_BROKER_URL, CELERY_BROKER_TRANSPORT_OPTIONS = celery_broker(  # noqa: F405
+    REDIS_URL, VAR_DIR / "celery"  # noqa: F405
+)
+STATIC_ROOT = VAR_DIR / "static"
+STATIC_ROOT.mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,35 @@
+"""Celery tasks. Each is an adapter: load the tenant from the job it is given, call core.
+
+Tasks are idempotent (a redelivered job that already finished is left as it is), so
+`acks_late` with `reject_on_worker_lost` can safely run them again.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from celery import shared_task
+
+from kgapp.graph import jobs
+from kgapp.graph.errors import GraphUnavailable
+from kgapp.graph.records import parse_record_id, to_json
+from tenants.graph import tenant_graph
+from tenants.models import Tenant
+
+
+@shared_task(name="kgapp.ping")
+def ping() -> str:
+    return "pong"
+
+
+@shared_task(
+    name="kgapp.health_check",
+    autoretry_for=(GraphUnavailable,),
+    retry_backoff=True,
+    retry_backoff_max=60,
+    max_retries=5,
+)
+def health_check(tenant_slug: str, job_id: str) -> dict[str, Any]:
+    tenant = Tenant.objects.get(slug=tenant_slug)
+    job = parse_record_id(job_id, "job")
+    return to_json(tenant_graph(tenant).run(jobs.health_check, job))

@@ -1,0 +1,15 @@
+from django.contrib import admin
+from django.contrib.auth import views as auth_views
+from django.urls import path
+
+from kgapp.web import views
+from kgapp.web.api import api
+
+urlpatterns = [
+    path("", views.home, name="home"),
+    path("t/<str:slug>/", views.tenant_home, name="tenant-home"),
+    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
+    path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("admin/", admin.site.urls),
+    path("api/", api.urls),
+]

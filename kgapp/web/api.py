@@ -1,0 +1,85 @@
+"""The REST API: one NinjaAPI, one router per area, errors mapped in one place."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+
+from django.core.exceptions import ValidationError
+from django.http import HttpRequest, HttpResponse
+from ninja import NinjaAPI
+
+from kgapp.graph.errors import GraphError, GraphUnavailable, InvalidRecordId
+from kgapp.graph.jobs import JobNotFound
+from kgapp.web.auth import API_AUTH
+from kgapp.web.routers import health, tenant, tenants, tokens
+from tenants.errors import TenantAccessError
+
+logger = logging.getLogger(__name__)
+
+api = NinjaAPI(
+    title="kgapp",
+    version="1",
+    description="Multi-tenant bi-temporal knowledge graph. Authenticate with"
+    " `Authorization: Bearer <token>` (create one at POST /api/v1/tokens) or a browser session.",
+    auth=API_AUTH,
+    docs_url="/docs",
+    urls_namespace="api",
+)
+api.add_router("/v1/", health.router)
+api.add_router("/v1/", tokens.router)
+api.add_router("/v1/", tenants.router)
+api.add_router("/v1/", tenant.router)
+
+
+def _error(request: HttpRequest, status: int, detail: str) -> HttpResponse:
+    return api.create_response(request, {"detail": detail}, status=status)
+
+
+@api.exception_handler(TenantAccessError)
+def _tenant_access(request: HttpRequest, error: TenantAccessError) -> HttpResponse:
+    return _error(request, error.status, str(error))
+
+
+@api.exception_handler(GraphUnavailable)
+def _graph_down(request: HttpRequest, error: GraphUnavailable) -> HttpResponse:
+    logger.warning("graph unavailable: %s", error)
+    response = _error(
+        request, 503, "The knowledge graph store is unavailable right now; retry in a moment."
+    )
+    response["Retry-After"] = "5"
+    return response
+
+
+@api.exception_handler(InvalidRecordId)
+def _bad_id(request: HttpRequest, error: InvalidRecordId) -> HttpResponse:
+    return _error(request, 422, str(error))
+
+
+@api.exception_handler(JobNotFound)
+def _no_job(request: HttpRequest, error: JobNotFound) -> HttpResponse:
+    return _error(request, 404, str(error))
+
+
+@api.exception_handler(ValidationError)
+def _invalid(request: HttpRequest, error: ValidationError) -> HttpResponse:
+    messages = (
+        [f"{field}: {'; '.join(errs)}" for field, errs in error.message_dict.items()]
+        if hasattr(error, "error_dict")
+        else error.messages
+    )
+    return _error(request, 422, " ".join(messages))
+
+
+@api.exception_handler(GraphError)
+def _graph_error(request: HttpRequest, error: GraphError) -> HttpResponse:
+    reference = uuid.uuid4().hex[:12]
+    logger.error("graph error %s: %s", reference, error)
+    return _error(request, 500, f"The graph store rejected the operation (reference {reference}).")
+
+
+@api.exception_handler(Exception)
+def _unexpected(request: HttpRequest, error: Exception) -> HttpResponse:
+    reference = uuid.uuid4().hex[:12]
+    logger.exception("unhandled API error %s", reference)
+    return _error(request, 500, f"Internal error (reference {reference}); it has been logged.")

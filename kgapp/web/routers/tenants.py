@@ -1,0 +1,49 @@
+"""Tenants as a whole: listing (members), creating and deleting (staff)."""
+
+from __future__ import annotations
+
+from django.http import HttpRequest
+from ninja import Status, Router
+from ninja.errors import HttpError
+
+from kgapp.web.schemas import DeleteConfirmIn, ErrorOut, TenantIn, TenantOut
+from tenants import selectors, services
+from tenants.models import Tenant
+from django.contrib.auth import get_user_model
+
+router = Router(tags=["tenants"])
+
+
+def _staff_only(request: HttpRequest) -> None:
+    if not request.user.is_staff:
+        raise HttpError(403, "only staff can create or delete tenants")
+
+
+@router.get("/tenants", response=list[TenantOut])
+def tenant_list(request: HttpRequest) -> list[Tenant]:
+    """The tenants you belong to (every tenant, for staff)."""
+    return list(selectors.tenants_of_user(request.user))
+
+
+@router.post("/tenants", response={201: TenantOut, 403: ErrorOut, 422: ErrorOut})
+def tenant_create(request: HttpRequest, payload: TenantIn) -> Status[Tenant]:
+    """Create a tenant and provision its graph namespace (staff)."""
+    _staff_only(request)
+    owner = None
+    if payload.owner:
+        owner = get_user_model().objects.filter(username=payload.owner).first()
+        if owner is None:
+            raise HttpError(422, f"no user {payload.owner!r}")
+    tenant = services.tenant_create(slug=payload.slug, name=payload.name, owner=owner)
+    return Status(201, tenant)
+
+
+@router.delete("/tenants/{slug}", response={204: None, 403: ErrorOut, 404: ErrorOut})
+def tenant_delete(request: HttpRequest, slug: str, payload: DeleteConfirmIn) -> Status[None]:
+    """Delete a tenant and its whole graph (staff). `confirm` must repeat the slug."""
+    _staff_only(request)
+    tenant = Tenant.objects.filter(slug=slug).first()
+    if tenant is None:
+        raise HttpError(404, f"no tenant {slug!r}")
+    services.tenant_delete(tenant=tenant, confirm=payload.confirm)
+    return Status(204, None)

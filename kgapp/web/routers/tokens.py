@@ -1,0 +1,34 @@
+"""Your own API tokens."""
+
+from __future__ import annotations
+
+from django.http import HttpRequest
+from ninja import Status, Router
+from ninja.errors import HttpError
+
+from kgapp.web.schemas import ErrorOut, TokenCreatedOut, TokenIn, TokenOut
+from tenants import selectors, services
+from tenants.models import ApiToken
+
+router = Router(tags=["tokens"])
+
+
+@router.get("/tokens", response=list[TokenOut])
+def token_list(request: HttpRequest) -> list[ApiToken]:
+    return list(selectors.tokens_of_user(request.user))
+
+
+@router.post("/tokens", response={201: TokenCreatedOut})
+def token_create(request: HttpRequest, payload: TokenIn) -> Status[dict[str, object]]:
+    """A new token; its secret is in the answer and nowhere else, ever."""
+    token, secret = services.token_create(user=request.user, name=payload.name)
+    return Status(201, {**TokenOut.from_orm(token).dict(), "token": secret})
+
+
+@router.delete("/tokens/{token_id}", response={204: None, 404: ErrorOut})
+def token_revoke(request: HttpRequest, token_id: int) -> Status[None]:
+    token = selectors.tokens_of_user(request.user).filter(pk=token_id).first()
+    if token is None:
+        raise HttpError(404, f"you have no token {token_id}")
+    services.token_revoke(token=token)
+    return Status(204, None)

@@ -1,0 +1,60 @@
+"""The bridge from Django settings to the graph core: one runtime per process."""
+
+from __future__ import annotations
+
+import threading
+
+from django.conf import settings
+from django.core.signals import setting_changed
+
+from kgapp.graph.schema import Migration, load_migrations
+from kgapp.graph.store import GraphRuntime, StoreConfig, TenantGraph
+from tenants.models import Tenant
+
+_lock = threading.Lock()
+_runtime: GraphRuntime | None = None
+
+
+def store_config() -> StoreConfig:
+    return StoreConfig(
+        url=settings.SURREAL_URL,
+        database=settings.SURREAL_DATABASE,
+        username=settings.SURREAL_USER,
+        password=settings.SURREAL_PASS,
+        pool_size=settings.SURREAL_POOL_SIZE,
+        query_timeout=settings.SURREAL_QUERY_TIMEOUT,
+        connect_attempts=settings.SURREAL_CONNECT_ATTEMPTS,
+    )
+
+
+def graph_runtime() -> GraphRuntime:
+    global _runtime
+    with _lock:
+        if _runtime is None:
+            _runtime = GraphRuntime(store_config())
+        return _runtime
+
+
+def reset_graph_runtime() -> None:
+    """Close every connection; the next use opens new ones from current settings."""
+    global _runtime
+    with _lock:
+        runtime, _runtime = _runtime, None
+    if runtime is not None:
+        runtime.close()
+
+
+def tenant_graph(tenant: Tenant) -> TenantGraph:
+    return graph_runtime().tenant(tenant.namespace)
+
+
+def migrations() -> list[Migration]:
+    return load_migrations(settings.SCHEMA_DIR)
+
+
+def _on_setting_changed(setting: str, **kwargs: object) -> None:
+    if setting.startswith("SURREAL_"):
+        reset_graph_runtime()
+
+
+setting_changed.connect(_on_setting_changed)

@@ -1,0 +1,94 @@
+"""Tenants, who belongs to them with which role, and API tokens."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.core.validators import RegexValidator
+from django.db import models
+
+from kgapp.graph.namespaces import namespace_for
+
+SLUG_PATTERN = r"^[a-z0-9]+(?:-[a-z0-9]+)*$"
+SLUG_MAX_LENGTH = 40
+
+
+class Role(models.TextChoices):
+    """Ordered: each role can do what the ones before it can."""
+
+    VIEWER = "viewer", "Viewer (read, explore, search)"
+    EDITOR = "editor", "Editor (upload, ingest)"
+    CURATOR = "curator", "Curator (review merges, edit facts)"
+    OWNER = "owner", "Owner (members, settings, delete)"
+
+    @property
+    def rank(self) -> int:
+        return list(Role).index(self)
+
+
+class Tenant(models.Model):
+    slug = models.CharField(
+        max_length=SLUG_MAX_LENGTH,
+        unique=True,
+        validators=[
+            RegexValidator(
+                SLUG_PATTERN, "Use lowercase letters and digits, separated by single hyphens."
+            )
+        ],
+        help_text="Lowercase letters, digits and single hyphens; names the URL and the namespace.",
+    )
+    name = models.CharField(max_length=200)
+    created_at = models.DateTimeField(auto_now_add=True)
+    embedding_dim = models.PositiveIntegerField(default=384)
+    schema_version = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["slug"]
+
+    def __str__(self) -> str:
+        return self.name or self.slug
+
+    @property
+    def namespace(self) -> str:
+        return namespace_for(self.slug)
+
+
+class Membership(models.Model):
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships"
+    )
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="memberships")
+    role = models.CharField(max_length=16, choices=Role.choices, default=Role.VIEWER)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["user", "tenant"], name="one_membership_per_tenant")
+        ]
+        ordering = ["tenant__slug", "user__username"]
+
+    def __str__(self) -> str:
+        return f"{self.user} in {self.tenant.slug} as {self.role}"
+
+
+class ApiToken(models.Model):
+    """A bearer token. Only its SHA-256 digest is stored; the secret is shown once."""
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens"
+    )
+    name = models.CharField(max_length=100)
+    prefix = models.CharField(max_length=16, unique=True, editable=False)
+    digest = models.CharField(max_length=64, editable=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True, editable=False)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.prefix}…)"
+
+    @property
+    def is_active(self) -> bool:
+        return self.revoked_at is None
