@@ -23,9 +23,7 @@ logger = logging.getLogger(__name__)
 TOKEN_PREFIX = "kg"
 
 
-def tenant_create(
-    *, slug: str, name: str, owner: AbstractBaseUser | None = None
-) -> Tenant:
+def tenant_create(*, slug: str, name: str, owner: AbstractBaseUser | None = None) -> Tenant:
     """Create the tenant row and provision its namespace; neither exists if either fails."""
     check_slug(slug)
     if Tenant.objects.filter(slug=slug).exists():
@@ -91,9 +89,7 @@ def token_create(*, user: AbstractBaseUser, name: str) -> tuple[ApiToken, str]:
     """A new token and its secret, `kg_<prefix>_<secret>`: the only time it is visible."""
     prefix = secrets.token_hex(6)
     secret = secrets.token_urlsafe(32)
-    token = ApiToken.objects.create(
-        user=user, name=name, prefix=prefix, digest=_digest(secret)
-    )
+    token = ApiToken.objects.create(user=user, name=name, prefix=prefix, digest=_digest(secret))
     return token, f"{TOKEN_PREFIX}_{prefix}_{secret}"
 
 

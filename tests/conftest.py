@@ -4,10 +4,10 @@ whole session, tenants provisioned in it, users and API clients."""
 from __future__ import annotations
 
 import itertools
-from pathlib import Path
 import os
 import secrets
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -60,7 +60,9 @@ def make_tenant(db: None) -> Iterator[Callable[..., Tenant]]:
     made: list[Tenant] = []
 
     def make(slug: str | None = None, **kwargs: Any) -> Tenant:
-        tenant = services.tenant_create(slug=slug or unique_slug(), name=kwargs.pop("name", ""), **kwargs)
+        tenant = services.tenant_create(
+            slug=slug or unique_slug(), name=kwargs.pop("name", ""), **kwargs
+        )
         made.append(tenant)
         return tenant
 

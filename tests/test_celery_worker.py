@@ -27,9 +27,21 @@ REDIS_TEST_URL = "redis://127.0.0.1:6379/15"
 
 def start_worker(env: dict[str, str], queue: str, log: Path) -> subprocess.Popen[bytes]:
     command = [
-        sys.executable, "-m", "celery", "-A", "kgapp.celery", "worker", "--pool=solo",
-        "--loglevel=INFO", "--without-heartbeat", "--without-gossip", "--without-mingle",
-        "-Q", queue, "-n", f"{queue}@%h",
+        sys.executable,
+        "-m",
+        "celery",
+        "-A",
+        "kgapp.celery",
+        "worker",
+        "--pool=solo",
+        "--loglevel=INFO",
+        "--without-heartbeat",
+        "--without-gossip",
+        "--without-mingle",
+        "-Q",
+        queue,
+        "-n",
+        f"{queue}@%h",
     ]
     return subprocess.Popen(
         command, env=env, cwd=settings.BASE_DIR, stdout=log.open("wb"), stderr=subprocess.STDOUT
@@ -49,7 +61,9 @@ def wait_for_status(tenant, job_id: str, wanted: str, timeout: float = 60) -> di
 
 
 @pytest.mark.parametrize("broker", ["redis", "filesystem"])
-def test_worker_runs_a_task_that_writes_to_surrealdb(broker: str, make_tenant, tmp_path: Path) -> None:
+def test_worker_runs_a_task_that_writes_to_surrealdb(
+    broker: str, make_tenant, tmp_path: Path
+) -> None:
     tenant = make_tenant()
     job = to_json(tenant_graph(tenant).run(jobs.job_create, kind="health_check"))
     env = {

@@ -1,4 +1,4 @@
-"""LIVE SELECT on one table of one namespace, as an async stream of changes.
+"""Live queries (LIVE SELECT) on one table of one namespace, as an async stream of changes.
 
 A live query belongs to the connection that opened it, so each subscription has a
 connection of its own, outside the query pool. LIVE SELECT only reports what commits

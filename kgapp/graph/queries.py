@@ -65,6 +65,7 @@ def is_rollback_notice(message: str) -> bool:
 
 # --- namespaces (root level) ---------------------------------------------------------
 
+
 def define_namespace(namespace: str, database: str) -> str:
     ns = check_namespace(namespace)
     db = _check_database(database)
@@ -96,7 +97,10 @@ DEFINE FIELD IF NOT EXISTS applied_at ON schema_migration TYPE datetime DEFAULT 
 DEFINE INDEX IF NOT EXISTS schema_migration_version ON schema_migration FIELDS version UNIQUE;
 """
 
-MIGRATIONS_APPLIED = "SELECT name, version, checksum, embedding_dim, applied_at FROM schema_migration ORDER BY version;"
+MIGRATIONS_APPLIED = """
+SELECT name, version, checksum, embedding_dim, applied_at FROM schema_migration
+ORDER BY version;
+"""
 
 MIGRATION_RECORD = """
 CREATE schema_migration CONTENT {
@@ -149,6 +153,7 @@ UPDATE ONLY $job SET status = 'failed', finished_at = time::now(), updated_at = 
 """
 
 # --- live changes --------------------------------------------------------------------
+
 
 def live_select(table: str) -> str:
     return f"LIVE SELECT * FROM {check_table(table, LIVE_TABLES)};"

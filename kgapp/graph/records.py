@@ -43,7 +43,8 @@ def parse_record_id(text: str, table: str | None = None) -> RecordID:
 def record_key(record: RecordID | str) -> str:
     """The plain 'table:key' text of a record id, as the API shows it."""
     if isinstance(record, RecordID):
-        return f"{record.table_name}:{record.id}"
+        key = record.id.decode() if isinstance(record.id, bytes) else record.id
+        return f"{record.table_name}:{key}"
     return str(record)
 
 

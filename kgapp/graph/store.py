@@ -298,15 +298,11 @@ class TenantGraph:
         self.runtime = runtime
         self.namespace = namespace
 
-    def run(
-        self, operation: Callable[..., Awaitable[T]], *args: Any, **kwargs: Any
-    ) -> T:
+    def run(self, operation: Callable[..., Awaitable[T]], *args: Any, **kwargs: Any) -> T:
         """Run `await operation(store, *args, **kwargs)` on the runtime; sync."""
         return self.runtime.run(self._bind(operation, args, kwargs))
 
-    async def arun(
-        self, operation: Callable[..., Awaitable[T]], *args: Any, **kwargs: Any
-    ) -> T:
+    async def arun(self, operation: Callable[..., Awaitable[T]], *args: Any, **kwargs: Any) -> T:
         return await self.runtime.call(self._bind(operation, args, kwargs))
 
     def query(self, sql: str, params: dict[str, Any] | None = None) -> list[Any]:

@@ -21,7 +21,8 @@ if not env.text("DATABASE_URL"):
 SURREAL_QUERY_TIMEOUT = 10.0
 SURREAL_CONNECT_ATTEMPTS = 2
 CELERY_BROKER_URL, CELERY_BROKER_TRANSPORT_OPTIONS = celery_broker(  # noqa: F405
-    REDIS_URL, VAR_DIR / "celery"  # noqa: F405
+    REDIS_URL,
+    VAR_DIR / "celery",  # noqa: F405
 )
 STATIC_ROOT = VAR_DIR / "static"
 STATIC_ROOT.mkdir(parents=True, exist_ok=True)

@@ -66,7 +66,9 @@ class LiveHub:
                     async for change in changes:
                         self._on_web(self._changes.put_nowait, change)
             except GraphUnavailable as error:
-                logger.info("live %s.%s lost (%s); retrying in %.1fs", self.namespace, table, error, delay)
+                logger.info(
+                    "live %s.%s lost (%s); retrying in %.1fs", self.namespace, table, error, delay
+                )
             self._on_web(self._mark_open, table, False)
             await asyncio.sleep(delay)
             delay = min(RECONNECT_MAX, delay * 2)

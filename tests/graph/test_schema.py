@@ -33,7 +33,9 @@ async def test_applies_from_empty_then_is_a_no_op(raw_namespace, schema_copy: Pa
     everything = frozenset({schema.ISOLATED_HNSW})
     applied = await schema.migrate(store, migrations, embedding_dim=384, capabilities=everything)
     assert applied == [m.name for m in migrations]
-    assert {"entity", "relates_to", "episode", "job", "schema_migration"} <= await table_names(store)
+    assert {"entity", "relates_to", "episode", "job", "schema_migration"} <= await table_names(
+        store
+    )
     assert await schema.schema_version(store) == migrations[-1].version
 
     assert await schema.migrate(store, migrations, embedding_dim=384, capabilities=everything) == []
@@ -99,7 +101,9 @@ async def test_a_failing_file_leaves_nothing_behind(raw_namespace, tmp_path: Pat
 async def test_embedding_dimension_reaches_the_vector_index(raw_namespace, schema_copy) -> None:
     store = await raw_namespace()
     await schema.migrate(
-        store, schema.load_migrations(schema_copy), embedding_dim=8,
+        store,
+        schema.load_migrations(schema_copy),
+        embedding_dim=8,
         capabilities=frozenset({schema.ISOLATED_HNSW}),
     )
     info = await store.query_one("INFO FOR TABLE entity")

@@ -30,9 +30,7 @@ async def test_same_ids_in_two_tenants_never_cross(raw_namespace) -> None:
     rows_b = await b.query_one("SELECT name FROM entity")
     assert rows_a == [{"name": "Alice alpha"}]
     assert rows_b == [{"name": "Alice beta"}]
-    found = await a.query_one(
-        "SELECT name FROM entity WHERE name @1@ $q", {"q": "beta"}
-    )
+    found = await a.query_one("SELECT name FROM entity WHERE name @1@ $q", {"q": "beta"})
     assert found == []
     assert await b.query_one("SELECT name FROM entity WHERE name @1@ $q", {"q": "beta"}) == [
         {"name": "Alice beta"}
@@ -49,7 +47,7 @@ async def test_let_parameters_do_not_leak_across_tenants(raw_namespace) -> None:
 @pytest.mark.parametrize(
     "value",
     [
-        "O'Brien \"quoted\"",
+        'O\'Brien "quoted"',
         "x; REMOVE TABLE entity; --",
         "⟩; DELETE entity; ⟨",
         "SELECT * FROM entity WHERE true",
@@ -104,7 +102,9 @@ async def test_query_timeout_is_reported(store_config: StoreConfig, raw_namespac
         await store.query("SLEEP 2s")
 
 
-async def test_live_changes_stay_in_their_namespace(store_config: StoreConfig, raw_namespace) -> None:
+async def test_live_changes_stay_in_their_namespace(
+    store_config: StoreConfig, raw_namespace
+) -> None:
     a, b = await raw_namespace(), await raw_namespace()
     for store in (a, b):
         await store.query("DEFINE TABLE IF NOT EXISTS entity SCHEMALESS")
@@ -157,3 +157,25 @@ async def test_provisioned_schema_matches_what_the_engine_isolates(raw_namespace
     capable = schema.ISOLATED_HNSW in await schema.server_capabilities(store)
     indexes = (await store.query_one("INFO FOR TABLE entity"))["indexes"]
     assert any("HNSW" in text for text in indexes.values()) == capable
+
+
+async def test_a_failing_job_is_marked_failed_with_its_reason(raw_namespace) -> None:
+    from pathlib import Path
+
+    from kgapp.graph import jobs, schema
+
+    store = await raw_namespace()
+    await schema.migrate(
+        store, schema.load_migrations(Path(__file__).resolve().parents[2] / "schema"),
+        embedding_dim=4,
+    )
+    job = await jobs.job_create(store, kind="probe")
+
+    async def broken(_store):
+        raise ValueError("the input was not what the job expected")
+
+    with pytest.raises(ValueError):
+        await jobs.job_run(store, job["id"], broken)
+    row = await jobs.job_get(store, job["id"])
+    assert row["status"] == "failed"
+    assert row["error"] == "ValueError: the input was not what the job expected"

@@ -133,7 +133,10 @@ def test_management_command_reports_missing_packages(tmp_path: Path) -> None:
         "import django; django.setup(); call_command('surreal', '--storage', 'mem://')"
     )
     result = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60,
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=60,
         env={**__import__("os").environ, "DJANGO_SETTINGS_MODULE": "kgapp.settings.test"},
     )
     assert result.returncode != 0

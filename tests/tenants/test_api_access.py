@@ -19,7 +19,9 @@ def detail(response) -> str:
     return body["detail"]
 
 
-def test_unknown_tenant_and_non_member_look_the_same(make_tenant, make_user, member, token_client) -> None:
+def test_unknown_tenant_and_non_member_look_the_same(
+    make_tenant, make_user, member, token_client
+) -> None:
     tenant = make_tenant()
     stranger = token_client(make_user())
     unknown = stranger.get("/api/v1/t/no-such-tenant/")
@@ -30,7 +32,13 @@ def test_unknown_tenant_and_non_member_look_the_same(make_tenant, make_user, mem
     assert ok.status_code == 200
     body = ok.json()
     assert body["role"] == "viewer" and body["namespace"] == tenant.namespace
-    assert body["counts"] == {"entities": 0, "facts": 0, "episodes": 0, "documents": 0, "communities": 0}
+    assert body["counts"] == {
+        "entities": 0,
+        "facts": 0,
+        "episodes": 0,
+        "documents": 0,
+        "communities": 0,
+    }
 
 
 @pytest.mark.parametrize("slug", ["Bad_Slug", "a--b", "-x", "x" * 41, "ünï"])
@@ -82,7 +90,10 @@ def test_token_auth_and_revocation(make_tenant, member) -> None:
     assert secret not in ApiToken.objects.get(pk=token.pk).digest
 
     tampered = secret[:-2] + ("aa" if not secret.endswith("aa") else "bb")
-    assert Client(HTTP_AUTHORIZATION=f"Bearer {tampered}").get(f"/api/v1/t/{tenant.slug}/").status_code == 401
+    assert (
+        Client(HTTP_AUTHORIZATION=f"Bearer {tampered}").get(f"/api/v1/t/{tenant.slug}/").status_code
+        == 401
+    )
 
     assert client.delete(f"/api/v1/tokens/{token.pk}").status_code == 204
     assert client.get(f"/api/v1/t/{tenant.slug}/").status_code == 401
@@ -119,7 +130,9 @@ def test_staff_create_and_delete_tenants(make_user, token_client, runtime) -> No
     staff = token_client(make_user(staff=True))
     plain = token_client(make_user())
     body = json.dumps({"slug": "made-by-api", "name": "Made by API"})
-    assert plain.post("/api/v1/tenants", data=body, content_type="application/json").status_code == 403
+    assert (
+        plain.post("/api/v1/tenants", data=body, content_type="application/json").status_code == 403
+    )
     created = staff.post("/api/v1/tenants", data=body, content_type="application/json")
     assert created.status_code == 201, created.content
     assert created.json()["namespace"] == "t_made_by_api"
@@ -130,13 +143,15 @@ def test_staff_create_and_delete_tenants(make_user, token_client, runtime) -> No
     assert again.status_code == 422 and "already exists" in detail(again)
 
     unconfirmed = staff.delete(
-        "/api/v1/tenants/made-by-api", data=json.dumps({"confirm": "nope"}),
+        "/api/v1/tenants/made-by-api",
+        data=json.dumps({"confirm": "nope"}),
         content_type="application/json",
     )
     assert unconfirmed.status_code == 422 and "confirm" in detail(unconfirmed)
     assert Tenant.objects.filter(slug="made-by-api").exists()
     deleted = staff.delete(
-        "/api/v1/tenants/made-by-api", data=json.dumps({"confirm": "made-by-api"}),
+        "/api/v1/tenants/made-by-api",
+        data=json.dumps({"confirm": "made-by-api"}),
         content_type="application/json",
     )
     assert deleted.status_code == 204

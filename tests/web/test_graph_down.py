@@ -37,7 +37,9 @@ def test_api_and_pages_answer_503(tenant_and_user, token_client, settings) -> No
         assert response.status_code == 503
         assert response["Retry-After"] == "5"
         body = response.json()
-        assert body == {"detail": "The knowledge graph store is unavailable right now; retry in a moment."}
+        assert body == {
+            "detail": "The knowledge graph store is unavailable right now; retry in a moment."
+        }
     health = Client().get("/api/v1/health")
     assert health.status_code == 503 and health.json()["graph"] == "unavailable"
 

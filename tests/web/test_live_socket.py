@@ -27,7 +27,9 @@ def session_cookie(user: Any) -> tuple[bytes, bytes]:
     return (b"cookie", f"sessionid={client.cookies['sessionid'].value}".encode())
 
 
-async def open_socket(slug: str, headers: list[tuple[bytes, bytes]]) -> tuple[WebsocketCommunicator, bool]:
+async def open_socket(
+    slug: str, headers: list[tuple[bytes, bytes]]
+) -> tuple[WebsocketCommunicator, bool]:
     communicator = WebsocketCommunicator(application, f"/ws/t/{slug}/live/", headers=headers)
     connected, _ = await communicator.connect(timeout=15)
     return communicator, connected
@@ -73,7 +75,9 @@ async def test_foreign_origin_is_refused(make_tenant, member) -> None:
     tenant = await sync_to_async(make_tenant)()
     user = await sync_to_async(member)(tenant)
     cookie = await sync_to_async(session_cookie)(user)
-    socket, connected = await open_socket(tenant.slug, [(b"origin", b"http://evil.example"), cookie])
+    socket, connected = await open_socket(
+        tenant.slug, [(b"origin", b"http://evil.example"), cookie]
+    )
     assert not connected
 
 

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.http import HttpRequest
-from ninja import Status, Router
+from ninja import Router, Status
 
 from kgapp import surreal_server
 from kgapp.web.schemas import HealthOut

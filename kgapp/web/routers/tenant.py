@@ -6,7 +6,7 @@ from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.http import HttpRequest
-from ninja import Status, Query, Router, Schema
+from ninja import Query, Router, Schema, Status
 from ninja.errors import HttpError
 from pydantic import Field
 
@@ -43,9 +43,14 @@ def tenant_detail(request: HttpRequest, tenant: str) -> dict[str, Any]:
     counts = tenant_graph(access.tenant).run(stats.graph_counts)
     t = access.tenant
     return {
-        "slug": t.slug, "name": t.name, "namespace": t.namespace,
-        "schema_version": t.schema_version, "embedding_dim": t.embedding_dim,
-        "created_at": t.created_at, "role": access.role.value, "counts": counts,
+        "slug": t.slug,
+        "name": t.name,
+        "namespace": t.namespace,
+        "schema_version": t.schema_version,
+        "embedding_dim": t.embedding_dim,
+        "created_at": t.created_at,
+        "role": access.role.value,
+        "counts": counts,
     }
 
 
@@ -88,9 +93,7 @@ def job_health_check(request: HttpRequest, tenant: str) -> Status[dict[str, str]
 
 
 @router.get("/t/{tenant}/jobs", response={200: list[JobOut], **DENIED})
-def job_list(
-    request: HttpRequest, tenant: str, filters: Query[JobFilter]
-) -> list[dict[str, Any]]:
+def job_list(request: HttpRequest, tenant: str, filters: Query[JobFilter]) -> list[dict[str, Any]]:
     access = tenant_access(request.user, tenant)
     rows = tenant_graph(access.tenant).run(
         jobs.job_list, status=filters.status, limit=filters.limit, offset=filters.offset

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
+from django.contrib.auth import get_user_model
 from django.http import HttpRequest
-from ninja import Status, Router
+from ninja import Router, Status
 from ninja.errors import HttpError
 
 from kgapp.web.schemas import DeleteConfirmIn, ErrorOut, TenantIn, TenantOut
 from tenants import selectors, services
 from tenants.models import Tenant
-from django.contrib.auth import get_user_model
 
 router = Router(tags=["tenants"])
 

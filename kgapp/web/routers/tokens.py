@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from django.http import HttpRequest
-from ninja import Status, Router
+from ninja import Router, Status
 from ninja.errors import HttpError
 
 from kgapp.web.schemas import ErrorOut, TokenCreatedOut, TokenIn, TokenOut

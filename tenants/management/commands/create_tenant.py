@@ -35,7 +35,9 @@ class Command(BaseCommand):
                 applied = services.tenant_provision(existing)
                 if user is not None:
                     services.membership_set(tenant=existing, user=user, role="owner")
-                self.stdout.write(f"tenant {slug} exists; schema: {', '.join(applied) or 'up to date'}")
+                self.stdout.write(
+                    f"tenant {slug} exists; schema: {', '.join(applied) or 'up to date'}"
+                )
                 return
             tenant = services.tenant_create(slug=slug, name=name, owner=user)
         except (ValidationError, TenantAccessError, GraphError) as error:

@@ -1,0 +1,25 @@
+.DEFAULT_GOAL := help
+.PHONY: help setup run test lint bench clean
+
+help: ## Show the targets
+	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-6s %s\n", $$1, $$2}'
+
+setup: ## Install Python (.venv) and npm (node_modules) packages
+	bin/setup
+
+run: ## Set up and run the product (SurrealDB, worker, web) with a demo tenant
+	bin/run
+
+test: ## Set up and run the whole test suite (lint, contracts, types, pytest)
+	bin/test
+
+lint: setup ## ruff, import-linter and mypy only
+	.venv/bin/ruff check .
+	.venv/bin/lint-imports
+	.venv/bin/mypy
+
+bench: setup ## Run the benchmarks in bench/ and print their figures
+	@for script in bench/*.py; do [ -e "$$script" ] || continue; echo "== $$script"; .venv/bin/python $$script || exit 1; done
+
+clean: ## Remove installed packages and local data (var/)
+	rm -rf .venv node_modules var
