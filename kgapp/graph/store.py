@@ -144,7 +144,6 @@ class Pool:
         self.config = config
         self.namespace = namespace
         self._idle: list[Connection] = []
-        self._opened = 0
         self._available = asyncio.Semaphore(config.pool_size)
         self._version: str | None = None
 

@@ -12,6 +12,7 @@ from ninja import NinjaAPI
 from kgapp.graph.errors import GraphError, GraphUnavailable, InvalidRecordId
 from kgapp.graph.jobs import JobNotFound
 from kgapp.web.auth import API_AUTH
+from kgapp.web.enqueue import QueueUnavailable
 from kgapp.web.routers import health, tenant, tenants, tokens
 from tenants.errors import TenantAccessError
 
@@ -47,6 +48,13 @@ def _graph_down(request: HttpRequest, error: GraphUnavailable) -> HttpResponse:
     response = _error(
         request, 503, "The knowledge graph store is unavailable right now; retry in a moment."
     )
+    response["Retry-After"] = "5"
+    return response
+
+
+@api.exception_handler(QueueUnavailable)
+def _queue_down(request: HttpRequest, error: QueueUnavailable) -> HttpResponse:
+    response = _error(request, 503, str(error))
     response["Retry-After"] = "5"
     return response
 

@@ -48,3 +48,26 @@ def test_api_and_pages_answer_503(tenant_and_user, token_client, settings) -> No
     page = browser.get(f"/t/{tenant.slug}/")
     assert page.status_code == 503
     assert b"unavailable" in page.content and b"Traceback" not in page.content
+
+
+def test_broker_down_answers_503_and_fails_the_job(tenant_and_user, token_client) -> None:
+    from kgapp.celery import app
+
+    tenant, user = tenant_and_user
+    saved = app.conf.broker_url, app.conf.broker_transport_options, app.conf.task_publish_retry
+    app.conf.broker_url = f"redis://127.0.0.1:{closed_port()}/0"
+    app.conf.broker_transport_options = {}
+    app.conf.task_publish_retry = False
+    app._pool = None
+    app.amqp._producer_pool = None
+    try:
+        client = token_client(user)
+        response = client.post(f"/api/v1/t/{tenant.slug}/jobs/health-check")
+    finally:
+        app.conf.broker_url, app.conf.broker_transport_options, app.conf.task_publish_retry = saved
+        app._pool = None
+        app.amqp._producer_pool = None
+    assert response.status_code == 503
+    assert response.json() == {"detail": "the task queue is unavailable; try again shortly"}
+    jobs = client.get(f"/api/v1/t/{tenant.slug}/jobs").json()
+    assert [(j["status"], j["error"]) for j in jobs] == [("failed", "the task queue is down")]
