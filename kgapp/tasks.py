@@ -12,8 +12,10 @@ from celery import shared_task
 
 from kgapp.graph import jobs
 from kgapp.graph.errors import GraphUnavailable
+from kgapp.graph.ingest.service import ingest_run
 from kgapp.graph.records import parse_record_id, to_json
-from tenants.graph import tenant_graph
+from kgapp.graph.store import TenantStore
+from tenants.graph import embedder, llm_client, tenant_graph
 from tenants.models import Tenant
 
 
@@ -33,3 +35,21 @@ def health_check(tenant_slug: str, job_id: str) -> dict[str, Any]:
     tenant = Tenant.objects.get(slug=tenant_slug)
     job = parse_record_id(job_id, "job")
     return to_json(tenant_graph(tenant).run(jobs.health_check, job))
+
+
+@shared_task(
+    name="kgapp.ingest",
+    autoretry_for=(GraphUnavailable,),
+    retry_backoff=True,
+    retry_backoff_max=120,
+    max_retries=8,
+)
+def ingest(tenant_slug: str, job_id: str) -> dict[str, Any]:
+    """Ingest the episodes or the document of job `job_id` in tenant `tenant_slug`."""
+    tenant = Tenant.objects.get(slug=tenant_slug)
+    job = parse_record_id(job_id, "job")
+    return to_json(tenant_graph(tenant).run(_ingest, job))
+
+
+async def _ingest(store: TenantStore, job: Any) -> dict[str, Any]:
+    return await ingest_run(store, job, embedder=embedder(), llm=llm_client(store))

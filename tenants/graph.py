@@ -7,8 +7,11 @@ import threading
 from django.conf import settings
 from django.core.signals import setting_changed
 
+from kgapp.graph.embeddings import Embedder, OpenAIEmbedder, local_embedder
+from kgapp.graph.llm.cache import SurrealCache
+from kgapp.graph.llm.client import LLMClient, LLMConfig
 from kgapp.graph.schema import Migration, load_migrations
-from kgapp.graph.store import GraphRuntime, StoreConfig, TenantGraph
+from kgapp.graph.store import GraphRuntime, StoreConfig, TenantGraph, TenantStore
 from tenants.models import Tenant
 
 _lock = threading.Lock()
@@ -58,3 +61,50 @@ def _on_setting_changed(setting: str, **kwargs: object) -> None:
 
 
 setting_changed.connect(_on_setting_changed)
+
+
+def llm_client(store: TenantStore) -> LLMClient | None:
+    """The tenant's LLM client (cache in its namespace), or None: offline extraction."""
+    if not (settings.OPENAI_BASE_URL or settings.OPENAI_API_KEY):
+        return None
+    config = LLMConfig(
+        base_url=settings.OPENAI_BASE_URL,
+        api_key=settings.OPENAI_API_KEY,
+        model=settings.OPENAI_MODEL,
+        timeout=settings.LLM_TIMEOUT,
+        max_retries=settings.LLM_MAX_RETRIES,
+    )
+    return LLMClient(config, cache=SurrealCache(store))
+
+
+def embedder() -> Embedder:
+    if settings.EMBEDDER == "openai":
+        return _openai_embedder()
+    return local_embedder()
+
+
+def _openai_embedder() -> Embedder:
+    config = LLMConfig(
+        base_url=settings.OPENAI_BASE_URL,
+        api_key=settings.OPENAI_API_KEY,
+        model=settings.OPENAI_MODEL,
+        timeout=settings.LLM_TIMEOUT,
+        max_retries=settings.LLM_MAX_RETRIES,
+    )
+    client = LLMClient(config)
+    runtime = graph_runtime()
+
+    def embed_batch(texts: list[str]) -> list[list[float]]:
+        # Called from a worker thread; the HTTP client lives on the runtime loop.
+        future = runtime.submit(
+            client.embed(
+                texts, model=settings.OPENAI_EMBEDDING_MODEL, dimensions=settings.EMBEDDING_DIM
+            )
+        )
+        return future.result()
+
+    return OpenAIEmbedder(
+        name=f"openai:{settings.OPENAI_EMBEDDING_MODEL}",
+        dimension=settings.EMBEDDING_DIM,
+        embed_batch=embed_batch,
+    )

@@ -25,7 +25,8 @@ class QueryFailed(GraphError):
 
 
 class UniqueViolation(QueryFailed):
-    """A UNIQUE index already holds the value (a concurrent writer got there first)."""
+    """A UNIQUE index or record id is already taken, or the transaction conflicted with a
+    concurrent writer: the writer should re-read and retry."""
 
 
 class InvalidRecordId(GraphError, ValueError):

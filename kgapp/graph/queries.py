@@ -160,3 +160,248 @@ def live_select(table: str) -> str:
 
 
 KILL_LIVE = "KILL $id;"
+
+
+def is_conflict(message: str) -> bool:
+    """A concurrent writer touched the same records: retrying the transaction is right."""
+    lowered = message.lower()
+    return "already exists" in message or "conflict" in lowered or "can be retried" in lowered
+
+
+# --- statement batches ---------------------------------------------------------------
+
+_PARAM = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
+
+
+class Batch:
+    """Many parameterised statements sent as one query (one transaction, usually).
+
+    Each `add` renames the statement's own parameters with a numeric suffix so that
+    statements cannot read each other's values; `$input`-style engine variables and
+    names not passed in `params` are left alone.
+    """
+
+    def __init__(self) -> None:
+        self._statements: list[str] = []
+        self.params: dict[str, object] = {}
+
+    def add(self, statement: str, **params: object) -> int:
+        index = len(self._statements)
+
+        def rename(match: re.Match[str]) -> str:
+            name = match.group(1)
+            return f"${name}_{index}" if name in params else match.group(0)
+
+        self._statements.append(_PARAM.sub(rename, statement.strip().rstrip(";")))
+        for name, value in params.items():
+            self.params[f"{name}_{index}"] = value
+        return index
+
+    def __len__(self) -> int:
+        return len(self._statements)
+
+    @property
+    def sql(self) -> str:
+        return ";\n".join(self._statements) + ";"
+
+
+# --- ingestion: reads ----------------------------------------------------------------
+
+RECORD_EXISTS = "RETURN record::exists($id);"
+
+EPISODE_CONTEXT = """
+SELECT id, content, valid_at FROM episode
+WHERE saga = $saga AND valid_at <= $at AND id != $id
+ORDER BY valid_at DESC LIMIT $limit;
+"""
+
+ENTITIES_BY_CANONICAL = """
+SELECT id, name, canonical_name, entity_type, summary, merged_into FROM entity
+WHERE canonical_name IN $names;
+"""
+
+ALIASES_BY_NAME = """
+SELECT name, entity_type, entity.id AS entity, entity.merged_into AS merged_into FROM alias
+WHERE name IN $names;
+"""
+
+ENTITY_BY_ID = "SELECT id, name, canonical_name, entity_type, summary, merged_into FROM ONLY $id;"
+
+# Exact cosine scan (HNSW is not isolated per namespace on engine 3.0.2, see schema/0003).
+ENTITY_NEAREST = """
+SELECT id, name, entity_type, summary,
+       vector::similarity::cosine(name_embedding, $vector) AS score
+FROM entity WHERE merged_into = NONE AND name_embedding != NONE
+ORDER BY score DESC LIMIT $limit;
+"""
+
+FACTS_OF_SOURCES = """
+SELECT * FROM relates_to WHERE in IN $sources AND expired_at = NONE;
+"""
+
+FACTS_BETWEEN = """
+SELECT * FROM relates_to
+WHERE ((in IN $entities) OR (out IN $entities)) AND expired_at = NONE
+LIMIT $limit;
+"""
+
+# --- ingestion: writes (one transaction per episode) ----------------------------------
+
+EPISODE_CREATE = "CREATE $id CONTENT $data;"
+
+SAGA_UPSERT = """
+IF record::exists($saga) {} ELSE { CREATE $saga CONTENT {name: $name} };
+RELATE $saga->has_episode->$episode;
+"""
+
+EPISODE_FOLLOWS = "RELATE $episode->occurred_after->$previous;"
+
+ENTITY_WRITE = """
+IF record::exists($id) {
+    UPDATE $id SET last_seen_at = time::max([last_seen_at, $seen]),
+        first_seen_at = time::min([first_seen_at, $seen]), summary = $summary,
+        name_embedding = name_embedding ?? $row.name_embedding
+} ELSE { CREATE $id CONTENT $row };
+"""
+
+ALIAS_WRITE = """
+IF record::exists($id) {} ELSE { CREATE $id CONTENT {name: $name, entity_type: $type, entity: $entity} };
+"""
+
+MENTION = "RELATE $episode->mentions->$entity;"
+
+FACT_CREATE = "INSERT RELATION INTO relates_to $row;"
+
+FACT_REPEATED = """
+UPDATE $id SET episodes = array::union(episodes, [$episode]),
+    confidence = math::max([confidence, $confidence]);
+"""
+
+FACT_RETIRE = "UPDATE $id SET expired_at = $now, superseded_by = $by;"
+
+FACT_RELINK = "UPDATE $id SET supersedes = $supersedes;"
+
+ENTITY_DEGREE = """
+UPDATE entity SET degree = count(SELECT VALUE id FROM relates_to
+    WHERE (in = $parent.id OR out = $parent.id) AND expired_at = NONE) WHERE id IN $ids;
+"""
+
+JOB_PROGRESS = """
+UPDATE ONLY $job SET progress = $progress, total = $total, counts = $counts,
+    timings = $timings, phase = $phase, updated_at = time::now();
+"""
+
+JOB_PAUSE = """
+UPDATE ONLY $job SET status = 'paused', updated_at = time::now(), error = $error;
+"""
+
+LLM_CACHE_GET = "SELECT VALUE response FROM ONLY llm_cache WHERE key = $key LIMIT 1;"
+
+LLM_CACHE_PUT = """
+IF (SELECT VALUE id FROM llm_cache WHERE key = $key LIMIT 1) {} ELSE {
+    CREATE llm_cache CONTENT {key: $key, kind: $kind, model: $model, response: $response,
+        prompt_tokens: $prompt_tokens, completion_tokens: $completion_tokens}
+};
+"""
+
+# --- ontology ------------------------------------------------------------------------
+
+ONTOLOGY_ALL = (
+    "SELECT kind, name, description, single_valued, aliases FROM ontology ORDER BY kind, name;"
+)
+
+ONTOLOGY_REPLACE = "DELETE ontology; INSERT INTO ontology $rows;"
+
+DEDUP_CANDIDATE = """
+CREATE dedup_candidate CONTENT {a: $a, b: $b, score: $score, method: 'embedding'};
+"""
+
+# (`FROM $ids` with an array parameter fails on 3.0.2: "Specify a database to use".)
+ENTITY_SUMMARIES = "SELECT id, summary FROM entity WHERE id IN $ids;"
+
+JOB_CREATE_WITH = """
+CREATE ONLY job CONTENT {
+    kind: $kind, status: 'queued', progress: 0, total: $total, counts: {}, timings: {},
+    created_by: $created_by, params: $params, document: $document
+};
+"""
+
+JOB_REPORT = """
+UPDATE ONLY $job SET status = $status, finished_at = time::now(), updated_at = time::now(),
+    counts = $counts, timings = $timings, failures = $failures, notes = $notes,
+    result = $result, error = $error, phase = NONE;
+"""
+
+DOCUMENT_BY_HASH = "SELECT * FROM document WHERE content_hash = $hash LIMIT 1;"
+
+DOCUMENT_CREATE = "CREATE ONLY $id CONTENT $data;"
+
+DOCUMENT_GET = "SELECT * OMIT text, messages FROM ONLY $id;"
+
+DOCUMENT_CONTENT = "SELECT kind, text, messages, file_name, title, created_at FROM ONLY $id;"
+
+DOCUMENT_STATUS = """
+UPDATE ONLY $id SET status = $status, error = $error, chunk_count = $chunks ?? chunk_count,
+    updated_at = time::now();
+"""
+
+DOCUMENT_LINK_JOB = "UPDATE ONLY $id SET job = $job;"
+
+DOCUMENT_LIST = """
+SELECT * OMIT text, messages FROM document WHERE $status = NONE OR status = $status
+ORDER BY created_at DESC LIMIT $limit START $offset;
+"""
+
+EPISODE_GET = "SELECT * OMIT content_embedding FROM ONLY $id;"
+
+EPISODE_LIST = """
+SELECT * OMIT content_embedding FROM episode
+WHERE ($saga = NONE OR saga = $saga) AND ($document = NONE OR document = $document)
+ORDER BY valid_at DESC, chunk_index LIMIT $limit START $offset;
+"""
+
+EPISODES_OF_DOCUMENT = "SELECT VALUE id FROM episode WHERE document = $document;"
+
+FACT_GET = "SELECT * OMIT fact_embedding FROM ONLY $id;"
+
+# Removing episodes, and what only they supported. A fact whose every episode goes is
+# deleted; a revision it caused is undone (the fact it ended is current again); an
+# entity left with no mention and no fact is deleted with its aliases.
+EPISODES_REMOVE = """
+LET $gone = $episodes;
+LET $orphans = (SELECT VALUE id FROM relates_to
+    WHERE episodes ANYINSIDE $gone AND array::len(array::complement(episodes, $gone)) = 0);
+LET $revisions = (SELECT VALUE id FROM relates_to WHERE superseded_by IN $orphans AND revision_of != NONE);
+LET $restored = (SELECT VALUE revision_of FROM relates_to WHERE id IN $revisions);
+UPDATE relates_to SET expired_at = NONE, superseded_by = NONE WHERE id IN $restored;
+DELETE relates_to WHERE id IN $revisions OR id IN $orphans;
+UPDATE relates_to SET superseded_by = NONE WHERE superseded_by IN $orphans;
+UPDATE relates_to SET supersedes = NONE WHERE supersedes IN $orphans OR supersedes IN $revisions;
+UPDATE relates_to SET episodes = array::complement(episodes, $gone) WHERE episodes ANYINSIDE $gone;
+LET $mentioned = (SELECT VALUE out FROM mentions WHERE in IN $gone);
+DELETE mentions WHERE in IN $gone;
+DELETE has_episode WHERE out IN $gone;
+DELETE occurred_after WHERE in IN $gone OR out IN $gone;
+DELETE episode WHERE id IN $gone;
+LET $lonely = (SELECT VALUE id FROM entity WHERE id IN $mentioned
+    AND count(SELECT VALUE id FROM mentions WHERE out = $parent.id) = 0
+    AND count(SELECT VALUE id FROM relates_to WHERE in = $parent.id OR out = $parent.id) = 0);
+DELETE alias WHERE entity IN $lonely;
+DELETE dedup_candidate WHERE a IN $lonely OR b IN $lonely;
+DELETE entity WHERE id IN $lonely;
+RETURN {facts_deleted: array::len($orphans), facts_restored: array::len($restored),
+        entities_deleted: array::len($lonely), episodes_deleted: array::len($gone)};
+"""
+
+DOCUMENT_REMOVE = "DELETE job WHERE document = $document; DELETE $document;"
+
+FACTS_WITHOUT_EMBEDDING = """
+SELECT id, fact FROM relates_to WHERE fact_embedding = NONE AND expired_at = NONE LIMIT $limit;
+"""
+
+FACT_EMBEDDING_SET = "UPDATE $id SET fact_embedding = $vector;"
+
+JOB_REQUEUE = """
+UPDATE ONLY $job SET status = 'queued', error = NONE, updated_at = time::now()
+WHERE status IN ['failed', 'paused'] AND string::starts_with(kind, 'ingest');
+"""

@@ -132,7 +132,11 @@ def check_response(response: dict[str, Any]) -> list[Any]:
             failures[0],
         )
         message = str(statement.get("result"))
-        error_type = UniqueViolation if queries.is_unique_violation(message) else QueryFailed
+        error_type = (
+            UniqueViolation
+            if queries.is_unique_violation(message) or queries.is_conflict(message)
+            else QueryFailed
+        )
         raise error_type(message, kind=statement.get("kind"), statement=index)
     return [statement.get("result") for statement in statements]
 

@@ -148,9 +148,21 @@ SURREAL_STORAGE = env.text("SURREAL_STORAGE", f"rocksdb://{VAR_DIR / 'surreal'}"
 SCHEMA_DIR = BASE_DIR / "schema"
 EMBEDDING_DIM = env.integer("KG_EMBEDDING_DIM", 384)
 
-# --- LLM ------------------------------------------------------------------------------
+# --- LLM and embeddings ---------------------------------------------------------------
+# With neither OPENAI_BASE_URL nor OPENAI_API_KEY set, ingestion uses the offline extractor.
 OPENAI_BASE_URL = env.text("OPENAI_BASE_URL") or None
 OPENAI_API_KEY = env.text("OPENAI_API_KEY") or None
+OPENAI_MODEL = env.text("OPENAI_MODEL", "gpt-4o-mini")
+LLM_TIMEOUT = env.number("KG_LLM_TIMEOUT", 60.0)
+LLM_MAX_RETRIES = env.integer("KG_LLM_MAX_RETRIES", 4)
+# local: all-MiniLM-L6-v2 in process (384-d); openai: OPENAI_EMBEDDING_MODEL via the API.
+EMBEDDER = env.text("KG_EMBEDDER", "local")
+OPENAI_EMBEDDING_MODEL = env.text("OPENAI_EMBEDDING_MODEL", "text-embedding-3-small")
+
+# --- Uploads --------------------------------------------------------------------------
+UPLOAD_MAX_BYTES = env.integer("KG_UPLOAD_MAX_BYTES", 20 * 1024 * 1024)
+DATA_UPLOAD_MAX_MEMORY_SIZE = UPLOAD_MAX_BYTES + 1024 * 1024
+FILE_UPLOAD_MAX_MEMORY_SIZE = UPLOAD_MAX_BYTES + 1024 * 1024
 
 LOGGING = {
     "version": 1,

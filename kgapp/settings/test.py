@@ -1,6 +1,8 @@
 """The test suite: its own var/ folder, a file SQLite database (worker processes
 started by tests open the same file), fast password hashing."""
 
+import os
+
 from kgapp.settings import env
 from kgapp.settings.base import *  # noqa: F403
 
@@ -15,7 +17,8 @@ if not env.text("DATABASE_URL"):
         "default": {
             "ENGINE": "django.db.backends.sqlite3",
             "NAME": str(VAR_DIR / "kgapp.sqlite3"),
-            "TEST": {"NAME": str(VAR_DIR / "test-db.sqlite3")},
+            # Per process: two test runs at once must not share (and corrupt) one file.
+            "TEST": {"NAME": str(VAR_DIR / f"test-db-{os.getpid()}.sqlite3")},
         }
     }
 SURREAL_QUERY_TIMEOUT = 10.0

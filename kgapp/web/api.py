@@ -10,10 +10,11 @@ from django.http import HttpRequest, HttpResponse
 from ninja import NinjaAPI
 
 from kgapp.graph.errors import GraphError, GraphUnavailable, InvalidRecordId
+from kgapp.graph.ingest.service import NotFound
 from kgapp.graph.jobs import JobNotFound
 from kgapp.web.auth import API_AUTH
 from kgapp.web.enqueue import QueueUnavailable
-from kgapp.web.routers import health, tenant, tenants, tokens
+from kgapp.web.routers import health, ingest, tenant, tenants, tokens
 from tenants.errors import TenantAccessError
 
 logger = logging.getLogger(__name__)
@@ -31,6 +32,7 @@ api.add_router("/v1/", health.router)
 api.add_router("/v1/", tokens.router)
 api.add_router("/v1/", tenants.router)
 api.add_router("/v1/", tenant.router)
+api.add_router("/v1/", ingest.router)
 
 
 def _error(request: HttpRequest, status: int, detail: str) -> HttpResponse:
@@ -65,7 +67,8 @@ def _bad_id(request: HttpRequest, error: InvalidRecordId) -> HttpResponse:
 
 
 @api.exception_handler(JobNotFound)
-def _no_job(request: HttpRequest, error: JobNotFound) -> HttpResponse:
+@api.exception_handler(NotFound)
+def _not_found(request: HttpRequest, error: GraphError) -> HttpResponse:
     return _error(request, 404, str(error))
 
 

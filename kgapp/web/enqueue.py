@@ -21,12 +21,24 @@ class QueueUnavailable(Exception):
 
 
 def health_check(tenant: Tenant, *, created_by: str) -> dict[str, Any]:
-    graph = tenant_graph(tenant)
-    job = to_json(graph.run(jobs.job_create, kind="health_check", created_by=created_by))
+    job = to_json(
+        tenant_graph(tenant).run(jobs.job_create, kind="health_check", created_by=created_by)
+    )
+    _send(tenant, job, tasks.health_check)
+    return job
+
+
+def ingest(tenant: Tenant, job: dict[str, Any]) -> None:
+    """Queue the ingest task of a job record already created."""
+    _send(tenant, job, tasks.ingest)
+
+
+def _send(tenant: Tenant, job: dict[str, Any], task: Any) -> None:
     try:
-        tasks.health_check.delay(tenant.slug, job["id"])
+        task.delay(tenant.slug, job["id"])
     except OperationalError as error:
         logger.warning("broker refused job %s: %s", job["id"], error)
-        graph.run(jobs.job_fail, parse_record_id(job["id"], "job"), error="the task queue is down")
+        tenant_graph(tenant).run(
+            jobs.job_fail, parse_record_id(job["id"], "job"), error="the task queue is down"
+        )
         raise QueueUnavailable("the task queue is unavailable; try again shortly") from error
-    return job

@@ -79,9 +79,12 @@ class JobOut(Schema):
     status: str
     progress: int = 0
     total: int = 0
+    phase: str | None = None
     counts: dict[str, Any] = {}
     timings: dict[str, Any] = {}
+    failures: list[dict[str, Any]] = []
     error: str | None = None
+    document: str | None = None
     created_at: datetime | None = None
     started_at: datetime | None = None
     finished_at: datetime | None = None
@@ -90,3 +93,85 @@ class JobOut(Schema):
 class JobQueuedOut(Schema):
     job_id: str
     status: str
+
+
+# --- ingestion ------------------------------------------------------------------------
+
+
+class EpisodeIn(Schema):
+    content: str = Field(min_length=1, max_length=200_000)
+    source: Literal["text", "message", "json"] = "text"
+    reference_time: datetime | None = Field(
+        default=None, description="When the content was true or said; default: now."
+    )
+    name: str = Field(default="", max_length=200)
+    source_description: str = Field(default="", max_length=500)
+    saga: str | None = Field(
+        default=None, max_length=200, description="Group episodes (a conversation)."
+    )
+
+
+class EpisodeQueuedOut(Schema):
+    episode_id: str
+    job_id: str
+
+
+class DocumentQueuedOut(Schema):
+    document_id: str
+    job_id: str | None = Field(description="null when the same file was already uploaded")
+    duplicate: bool = False
+
+
+class EntityRefIn(Schema):
+    name: str = Field(min_length=1, max_length=300)
+    type: str | None = Field(default=None, max_length=80)
+
+
+class FactIn(Schema):
+    source: EntityRefIn
+    relation: str = Field(min_length=1, max_length=80)
+    target: EntityRefIn
+    fact: str | None = Field(default=None, max_length=1000)
+    valid_at: datetime | None = None
+    invalid_at: datetime | None = None
+    confidence: float = Field(default=1.0, ge=0, le=1)
+
+
+class EntityTypeIO(Schema):
+    name: str = Field(min_length=1, max_length=80, pattern=r"^[A-Za-z][A-Za-z0-9_ ]*$")
+    description: str = Field(default="", max_length=500)
+
+
+class RelationTypeIO(Schema):
+    name: str = Field(min_length=1, max_length=80)
+    description: str = Field(default="", max_length=500)
+    single_valued: bool = False
+    aliases: list[str] = Field(default_factory=list, max_length=50)
+
+
+class OntologyIO(Schema):
+    entity_types: list[EntityTypeIO] = Field(max_length=200)
+    relation_types: list[RelationTypeIO] = Field(max_length=500)
+
+
+class FactOut(Schema):
+    id: str
+    source: str
+    target: str
+    relation: str
+    edge_type: str
+    fact: str
+    episodes: list[str]
+    confidence: float
+    valid_at: datetime
+    invalid_at: datetime | None = None
+    created_at: datetime
+    expired_at: datetime | None = None
+    supersedes: str | None = None
+    superseded_by: str | None = None
+    revision_of: str | None = None
+
+    @staticmethod
+    def of(row: dict[str, Any]) -> dict[str, Any]:
+        """A stored fact (JSON form) with its endpoints named source and target."""
+        return {**row, "source": row["in"], "target": row["out"]}

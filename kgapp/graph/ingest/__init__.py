@@ -1,0 +1,1 @@
+"""Ingestion: episodes and documents become entities and bi-temporal facts."""

@@ -1,0 +1,91 @@
+"""Stage: the one batched LLM call per episode for what rules cannot settle.
+
+It carries every ambiguous entity (embedding similarity in [0.70, 0.85)) with its
+candidates, and every fact with existing facts it might repeat or contradict. Without
+a model, ambiguous entities stay separate and go to the merge review queue.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kgapp.graph.ingest.model import EpisodeWork, FactDraft, IngestContext
+from kgapp.graph.ingest.resolve_entities import apply_entity_decision
+from kgapp.graph.llm.prompts import resolve as prompt
+from kgapp.graph.llm.prompts.resolve import FactDecision, Resolution
+
+FactDecisions = dict[int, tuple[FactDecision, list[dict[str, Any]]]]
+
+
+async def decide(
+    ctx: IngestContext,
+    work: EpisodeWork,
+    fact_checks: list[tuple[FactDraft, list[dict[str, Any]]]],
+) -> tuple[bool, FactDecisions]:
+    """Returns (whether any entity changed record, decisions per fact index)."""
+    ambiguous = [d for d in work.entities if d.candidates]
+    if ctx.llm is None or (not ambiguous and not fact_checks):
+        for draft in ambiguous:
+            ctx.counts["entities_new"] += 1
+            ctx.counts["dedup_candidates"] += len(draft.candidates)
+        return False, {}
+    entity_payload = [
+        {
+            "index": i,
+            "name": d.name,
+            "type": d.entity_type,
+            "summary": d.summary,
+            "candidates": [
+                {
+                    "index": j,
+                    "name": c["name"],
+                    "type": c["entity_type"],
+                    "summary": c.get("summary", ""),
+                }
+                for j, c in enumerate(d.candidates)
+            ],
+        }
+        for i, d in enumerate(ambiguous)
+    ]
+    fact_payload = [
+        {
+            "index": i,
+            "fact": draft.fact,
+            "valid_at": draft.valid_at.isoformat(),
+            "existing": [
+                {
+                    "index": j,
+                    "fact": e["fact"],
+                    "valid_at": e["valid_at"].isoformat(),
+                    "invalid_at": e["invalid_at"].isoformat() if e.get("invalid_at") else None,
+                }
+                for j, e in enumerate(candidates)
+            ],
+        }
+        for i, (draft, candidates) in enumerate(fact_checks)
+    ]
+    with ctx.timings.measure("decide"):
+        answer = await ctx.llm.structured(
+            task=prompt.TASK,
+            schema=Resolution,
+            system=prompt.SYSTEM,
+            user=prompt.user_prompt(entity_payload, fact_payload),
+        )
+    changed = False
+    chosen = {d.index: d.duplicate_of for d in answer.entities}
+    for i, draft in enumerate(ambiguous):
+        pick = chosen.get(i)
+        candidate = (
+            draft.candidates[pick]
+            if pick is not None and 0 <= pick < len(draft.candidates)
+            else None
+        )
+        apply_entity_decision(ctx, draft, candidate)
+        changed = changed or candidate is not None
+    positions = {id(draft): n for n, draft in enumerate(work.facts)}
+    decisions: FactDecisions = {}
+    for decision in answer.facts:
+        if 0 <= decision.index < len(fact_checks):
+            draft, candidates = fact_checks[decision.index]
+            decisions[positions[id(draft)]] = (decision, candidates)
+    return changed, decisions

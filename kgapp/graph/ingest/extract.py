@@ -1,0 +1,123 @@
+"""Stage: screen the episode, then extract entities and facts (LLM or offline)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from kgapp.graph.ingest.documents import parse_message_lines
+from kgapp.graph.ingest.model import EntityDraft, EpisodeWork, FactDraft, IngestContext
+from kgapp.graph.ingest.normalize import canonical_name, display_name
+from kgapp.graph.ingest.offline import extract_offline
+from kgapp.graph.ingest.screen import screen_text
+from kgapp.graph.llm.prompts import extract as prompt
+from kgapp.graph.llm.prompts.extract import Extraction
+
+
+async def extract(ctx: IngestContext, work: EpisodeWork) -> None:
+    episode = work.input
+    speakers: tuple[str, ...] = ()
+    screened_text = episode.content
+    if episode.source == "message":
+        messages = parse_message_lines(episode.content)
+        speakers = tuple(dict.fromkeys(m.speaker for m in messages))
+        # Speaker labels such as "assistant:" are data here, not role switches.
+        screened_text = "\n".join(m.text for m in messages)
+    screening = screen_text(screened_text)
+    if screening.flagged:
+        work.screened_out = screening.reasons
+        ctx.counts["episodes_screened_out"] += 1
+        ctx.notes.append(f"{work.record.id}: not extracted ({', '.join(screening.reasons)})")
+        return
+    with ctx.timings.measure("extract"):
+        if ctx.llm is None:
+            extraction = extract_offline(
+                episode.content, reference_time=episode.reference_time, speakers=speakers
+            )
+        else:
+            extraction = await ctx.llm.structured(
+                task=prompt.TASK,
+                schema=Extraction,
+                system=prompt.system_prompt(
+                    [t.name for t in ctx.ontology.entity_types],
+                    [r.name for r in ctx.ontology.relation_types],
+                ),
+                user=prompt.user_prompt(
+                    content=episode.content,
+                    reference_time=episode.reference_time,
+                    source_description=episode.source_description,
+                    context=work.context,
+                ),
+            )
+    work.extraction = extraction
+    drafts_from(ctx, work, extraction)
+
+
+def drafts_from(ctx: IngestContext, work: EpisodeWork, extraction: Extraction) -> None:
+    """Turn the answer into drafts: names cleaned, types and relations mapped onto the
+    ontology, dates parsed, one draft per (canonical name, type)."""
+    work.facts = []
+    by_name: dict[str, EntityDraft] = {}
+    for item in extraction.entities[: prompt.MAX_ENTITIES]:
+        name = display_name(item.name)
+        if not name:
+            continue
+        key = canonical_name(name)
+        if key not in by_name:
+            by_name[key] = EntityDraft(
+                name=name,
+                entity_type=ctx.ontology.entity_type(item.entity_type),
+                summary=display_name(item.summary)[:600],
+                canonical=key,
+            )
+    reference = work.input.reference_time
+    for item in extraction.facts[: prompt.MAX_FACTS]:
+        source = _endpoint(ctx, by_name, item.source)
+        target = _endpoint(ctx, by_name, item.target)
+        if source is None or target is None or source is target:
+            continue
+        valid_at = parse_when(item.valid_at) or reference
+        invalid_at = parse_when(item.invalid_at)
+        if invalid_at is not None and invalid_at <= valid_at:
+            invalid_at = None
+        work.facts.append(
+            FactDraft(
+                source=source,
+                target=target,
+                relation=ctx.ontology.relation(item.relation),
+                fact=display_name(item.fact)[:1000]
+                or f"{source.name} {item.relation} {target.name}",
+                edge_type=item.edge_type,
+                confidence=round(item.confidence, 4),
+                valid_at=valid_at,
+                invalid_at=invalid_at,
+            )
+        )
+    work.entities = list(by_name.values())
+    ctx.counts["entities_extracted"] += len(work.entities)
+    ctx.counts["facts_extracted"] += len(work.facts)
+
+
+def _endpoint(ctx: IngestContext, by_name: dict[str, EntityDraft], name: str) -> EntityDraft | None:
+    clean = display_name(name)
+    if not clean:
+        return None
+    key = canonical_name(clean)
+    if key not in by_name:  # a fact about an entity the model forgot to list
+        by_name[key] = EntityDraft(
+            name=clean, entity_type=ctx.ontology.entity_type(None), summary="", canonical=key
+        )
+    return by_name[key]
+
+
+def parse_when(value: str | None) -> datetime | None:
+    """An ISO-8601 date or datetime as an aware UTC datetime; None when absent or invalid."""
+    if not value:
+        return None
+    text = value.strip().replace("Z", "+00:00")
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC)

@@ -1,0 +1,121 @@
+"""The data that flows through the ingestion pipeline, stage to stage."""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal
+
+from surrealdb.data.types.record_id import RecordID
+
+from kgapp.graph.embeddings import Embedder
+from kgapp.graph.ingest.ontology import Ontology
+from kgapp.graph.llm.client import LLMClient
+from kgapp.graph.store import TenantStore
+
+Source = Literal["message", "text", "json", "chunk"]
+EdgeType = Literal["semantic", "temporal", "causal", "entity"]
+
+
+def new_key() -> str:
+    """A random record key: time-ordered prefix (ms), then randomness."""
+    return f"{int(time.time() * 1000):012x}{secrets.token_hex(6)}"
+
+
+@dataclass(frozen=True)
+class EpisodeInput:
+    """One episode to ingest, as the API or the document splitter hands it over."""
+
+    content: str
+    source: Source
+    reference_time: datetime
+    name: str = ""
+    source_description: str = ""
+    saga: str | None = None
+    document: RecordID | None = None
+    chunk_index: int | None = None
+
+
+@dataclass
+class EntityDraft:
+    """An entity as extracted, then as resolved to a record."""
+
+    name: str
+    entity_type: str
+    summary: str
+    canonical: str = ""
+    embedding: list[float] | None = None
+    record: RecordID | None = None
+    is_new: bool = True
+    # Set when resolution matched another spelling: the alias to record for next time.
+    alias: str | None = None
+    # Existing entities the embedding placed in the ambiguous band, best first.
+    candidates: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass
+class FactDraft:
+    source: EntityDraft
+    target: EntityDraft
+    relation: str
+    fact: str
+    edge_type: EdgeType
+    confidence: float
+    valid_at: datetime
+    invalid_at: datetime | None
+    embedding: list[float] | None = None
+    record: RecordID | None = None
+    # Resolution outcome: an existing fact this one repeats, and existing facts it ends.
+    duplicate_of: dict[str, Any] | None = None
+    contradicts: list[dict[str, Any]] = field(default_factory=list)
+    # When a newer fact already holds, this one ends where that one starts.
+    closed_by: dict[str, Any] | None = None
+
+
+@dataclass
+class Timings:
+    totals: dict[str, float] = field(default_factory=dict)
+
+    @contextmanager
+    def measure(self, stage: str) -> Iterator[None]:
+        started = time.perf_counter()
+        try:
+            yield
+        finally:
+            elapsed = (time.perf_counter() - started) * 1000
+            self.totals[stage] = round(self.totals.get(stage, 0.0) + elapsed, 3)
+
+
+@dataclass
+class IngestContext:
+    """What every stage of one episode works with. The store is bound to one tenant."""
+
+    store: TenantStore
+    ontology: Ontology
+    embedder: Embedder
+    llm: LLMClient | None
+    now: datetime
+    counts: Counter[str] = field(default_factory=Counter)
+    timings: Timings = field(default_factory=Timings)
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class EpisodeWork:
+    """One episode on its way through the stages."""
+
+    input: EpisodeInput
+    record: RecordID
+    content_hash: str
+    screened_out: tuple[str, ...] = ()
+    context: list[str] = field(default_factory=list)
+    previous: RecordID | None = None
+    # The extractor's answer, kept so that a retry re-resolves without asking again.
+    extraction: Any = None
+    entities: list[EntityDraft] = field(default_factory=list)
+    facts: list[FactDraft] = field(default_factory=list)

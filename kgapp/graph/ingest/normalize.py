@@ -1,0 +1,67 @@
+"""Names as resolution compares them.
+
+Canonical names are what UNIQUE(canonical_name, entity_type) holds, so two spellings
+that a person would call the same (case, spacing, Unicode compatibility forms,
+invisible characters) must normalise to the same string.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import unicodedata
+
+MAX_NAME_BYTES = 512
+# Control characters, zero-width and bidirectional controls: invisible, and a classic
+# way to make two names look equal while differing (or the reverse).
+_INVISIBLE = re.compile(
+    "[\u0000-\u001f\u007f-\u009f\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]"
+)
+_SPACES = re.compile(r"\s+")
+_RELATION_CHARS = re.compile(r"[^A-Z0-9]+")
+
+
+def clean_text(text: str) -> str:
+    """NFKC, invisible characters removed, whitespace collapsed, trimmed."""
+    text = unicodedata.normalize("NFKC", text)
+    text = _INVISIBLE.sub("", text)
+    return _SPACES.sub(" ", text).strip()
+
+
+def display_name(name: str) -> str:
+    """The name as shown: cleaned, case kept, capped at MAX_NAME_BYTES of UTF-8."""
+    return _cap_bytes(clean_text(name))
+
+
+def canonical_name(name: str) -> str:
+    """The key resolution matches on: the display name, case-folded."""
+    return _cap_bytes(clean_text(name).casefold())
+
+
+def relation_name(relation: str) -> str:
+    """`works at` / `worksAt` / `WORKS-AT` -> `WORKS_AT` (UPPER_SNAKE, ASCII)."""
+    text = clean_text(relation)
+    text = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", text)  # camelCase -> camel_Case
+    ascii_text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode()
+    snake = _RELATION_CHARS.sub("_", ascii_text.upper()).strip("_")
+    if not snake:
+        return "RELATED_TO"
+    return snake if snake[0].isalpha() else f"R_{snake}"
+
+
+def entity_key(entity_type: str, canonical: str) -> str:
+    """A record key derived from (type, canonical name): concurrent writers of the same
+    entity address the same record, so neither can create a second one."""
+    digest = hashlib.sha256(f"{entity_type}\x1f{canonical}".encode()).hexdigest()
+    return "e" + digest[:24]
+
+
+def content_hash(text: str) -> str:
+    return hashlib.sha256(clean_text(text).encode()).hexdigest()
+
+
+def _cap_bytes(text: str) -> str:
+    data = text.encode()
+    if len(data) <= MAX_NAME_BYTES:
+        return text
+    return data[:MAX_NAME_BYTES].decode(errors="ignore").rstrip()

@@ -1,0 +1,164 @@
+"""The tenant's entity and relation types.
+
+A relation type may be single-valued: a subject holds it towards one object at a time
+(WORKS_AT, LIVES_IN), so a new fact supersedes the old one by rule, with no LLM call.
+Aliases map variant relation names (EMPLOYED_BY) onto the declared one (WORKS_AT).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from kgapp.graph import queries
+from kgapp.graph.ingest.normalize import relation_name
+from kgapp.graph.store import TenantStore
+
+GENERIC_ENTITY_TYPE = "Entity"
+GENERIC_RELATION = "RELATED_TO"
+
+
+@dataclass(frozen=True)
+class EntityType:
+    name: str
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class RelationType:
+    name: str
+    description: str = ""
+    single_valued: bool = False
+    aliases: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Ontology:
+    entity_types: tuple[EntityType, ...]
+    relation_types: tuple[RelationType, ...]
+    _relations: dict[str, RelationType] = field(default_factory=dict, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        for relation in self.relation_types:
+            self._relations[relation.name] = relation
+            for alias in relation.aliases:
+                self._relations.setdefault(relation_name(alias), relation)
+
+    def relation(self, name: str) -> str:
+        """The declared name for a relation as extracted (aliases folded), UPPER_SNAKE."""
+        snake = relation_name(name)
+        declared = self._relations.get(snake)
+        return declared.name if declared else snake
+
+    def is_single_valued(self, relation: str) -> bool:
+        declared = self._relations.get(relation)
+        return bool(declared and declared.single_valued)
+
+    def entity_type(self, name: str | None) -> str:
+        """The declared type matching `name` case-insensitively, else the generic type."""
+        wanted = (name or "").strip().casefold()
+        for entity_type in self.entity_types:
+            if entity_type.name.casefold() == wanted:
+                return entity_type.name
+        return GENERIC_ENTITY_TYPE
+
+
+DEFAULT_ONTOLOGY = Ontology(
+    entity_types=(
+        EntityType("Person", "A human being, named or referred to by a role."),
+        EntityType("Organization", "A company, institution, team, club or government body."),
+        EntityType("Location", "A place: city, country, address, venue, region."),
+        EntityType("Product", "A product, service, software or model."),
+        EntityType("Event", "Something that happened or will happen at a time."),
+        EntityType("Project", "A named piece of work, initiative or programme."),
+        EntityType("Concept", "An idea, topic, skill, hobby or field."),
+        EntityType("Document", "A book, paper, article, painting or other work."),
+    ),
+    relation_types=(
+        RelationType(
+            "WORKS_AT",
+            "Person is employed by or works for an organization.",
+            True,
+            ("EMPLOYED_BY", "WORKS_FOR", "JOINED", "EMPLOYEE_OF"),
+        ),
+        RelationType(
+            "LIVES_IN",
+            "Person resides in a place.",
+            True,
+            ("RESIDES_IN", "MOVED_TO", "BASED_IN", "LIVES_AT"),
+        ),
+        RelationType("CEO_OF", "Person is the chief executive of an organization.", True),
+        RelationType("MARRIED_TO", "Person is married to another person.", True, ("SPOUSE_OF",)),
+        RelationType("HEADQUARTERED_IN", "Organization's headquarters are in a place.", True),
+        RelationType("MEMBER_OF", "Entity belongs to a group or organization."),
+        RelationType("KNOWS", "Person knows another person.", False, ("FRIEND_OF", "FRIENDS_WITH")),
+        RelationType("FAMILY_OF", "Person is a relative of another person."),
+        RelationType("FOUNDED", "Entity founded an organization or project."),
+        RelationType("OWNS", "Entity owns something."),
+        RelationType("LIKES", "Person likes or enjoys something.", False, ("ENJOYS", "LOVES")),
+        RelationType(
+            "PARTICIPATED_IN", "Entity took part in an event or project.", False, ("ATTENDED",)
+        ),
+        RelationType("LOCATED_IN", "Place or organization lies within a place."),
+        RelationType("PART_OF", "Entity is a part of a larger entity."),
+        RelationType("CREATED", "Entity created a work or product."),
+        RelationType("USES", "Entity uses a product or tool."),
+        RelationType("STUDIES_AT", "Person studies at an institution.", True),
+        RelationType(GENERIC_RELATION, "Any other relation."),
+    ),
+)
+
+
+async def ontology_load(store: TenantStore) -> Ontology:
+    """The tenant's ontology; the default one until the tenant defines its own."""
+    rows: list[dict[str, Any]] = await store.query_one(queries.ONTOLOGY_ALL) or []
+    if not rows:
+        return DEFAULT_ONTOLOGY
+    return ontology_from_rows(rows)
+
+
+def ontology_from_rows(rows: list[dict[str, Any]]) -> Ontology:
+    return Ontology(
+        entity_types=tuple(
+            EntityType(r["name"], r.get("description") or "")
+            for r in rows
+            if r["kind"] == "entity_type"
+        ),
+        relation_types=tuple(
+            RelationType(
+                relation_name(r["name"]),
+                r.get("description") or "",
+                bool(r.get("single_valued")),
+                tuple(r.get("aliases") or ()),
+            )
+            for r in rows
+            if r["kind"] == "relation_type"
+        ),
+    )
+
+
+def ontology_rows(ontology: Ontology) -> list[dict[str, Any]]:
+    return [
+        {
+            "kind": "entity_type",
+            "name": t.name,
+            "description": t.description,
+            "single_valued": False,
+            "aliases": [],
+        }
+        for t in ontology.entity_types
+    ] + [
+        {
+            "kind": "relation_type",
+            "name": r.name,
+            "description": r.description,
+            "single_valued": r.single_valued,
+            "aliases": list(r.aliases),
+        }
+        for r in ontology.relation_types
+    ]
+
+
+async def ontology_save(store: TenantStore, ontology: Ontology) -> None:
+    """Replace the tenant's ontology as a whole, atomically."""
+    await store.transaction(queries.ONTOLOGY_REPLACE, {"rows": ontology_rows(ontology)})

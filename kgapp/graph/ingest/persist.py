@@ -1,0 +1,184 @@
+"""Stage: write one episode and everything it changes in ONE SurrealDB transaction.
+
+Either all of it is in the graph afterwards or none of it: a failure anywhere (a
+concurrent writer, a schema check) rolls the whole episode back.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from surrealdb.data.types.record_id import RecordID
+
+from kgapp.graph import queries
+from kgapp.graph.ingest.model import EntityDraft, EpisodeWork, FactDraft, IngestContext
+from kgapp.graph.ingest.normalize import entity_key
+from kgapp.graph.ingest.prepare import saga_record
+from kgapp.graph.ingest.resolve_facts import fact_record
+
+SUMMARY_LIMIT = 1000
+_FACT_FIELDS = (
+    "relation",
+    "edge_type",
+    "fact",
+    "fact_embedding",
+    "episodes",
+    "confidence",
+    "valid_at",
+    "invalid_at",
+    "supersedes",
+    "retrieval_count",
+    "attributes",
+)
+
+
+def merge_summary(old: str, new: str, limit: int = SUMMARY_LIMIT) -> str:
+    """Bounded concatenation: new sentences appended unless already said; the oldest
+    text gives way first when over the limit."""
+    if not new or new in old:
+        return old[-limit:]
+    merged = f"{old} {new}".strip() if old else new
+    return merged if len(merged) <= limit else merged[-limit:].split(" ", 1)[-1]
+
+
+async def persist(ctx: IngestContext, work: EpisodeWork, summaries: dict[str, str]) -> None:
+    batch = queries.Batch()
+    episode = work.input
+    batch.add(queries.EPISODE_CREATE, id=work.record, data=_episode_row(work))
+    if episode.saga:
+        batch.add(
+            queries.SAGA_UPSERT,
+            saga=saga_record(episode.saga),
+            name=episode.saga,
+            episode=work.record,
+        )
+    if work.previous is not None:
+        batch.add(queries.EPISODE_FOLLOWS, episode=work.record, previous=work.previous)
+    touched = _entities(ctx, batch, work, summaries)
+    for draft in work.facts:
+        _fact(ctx, batch, work, draft)
+    if touched:
+        batch.add(queries.ENTITY_DEGREE, ids=list(touched.values()))
+    with ctx.timings.measure("persist"):
+        await ctx.store.transaction(batch.sql, batch.params)
+    ctx.counts["episodes"] += 1
+
+
+def _episode_row(work: EpisodeWork) -> dict[str, Any]:
+    episode = work.input
+    return {
+        "name": episode.name,
+        "content": episode.content,
+        "source": episode.source,
+        "source_description": episode.source_description,
+        "valid_at": episode.reference_time,
+        "content_hash": work.content_hash,
+        "saga": saga_record(episode.saga) if episode.saga else None,
+        "document": episode.document,
+        "chunk_index": episode.chunk_index,
+        "screened_out": list(work.screened_out) or None,
+    }
+
+
+def _entities(
+    ctx: IngestContext, batch: queries.Batch, work: EpisodeWork, summaries: dict[str, str]
+) -> dict[str, RecordID]:
+    touched: dict[str, RecordID] = {}
+    seen_at = work.input.reference_time
+    for draft in work.entities:
+        assert draft.record is not None
+        key = str(draft.record)
+        if key in touched:
+            continue
+        touched[key] = draft.record
+        summary = merge_summary(summaries.get(key, ""), draft.summary)
+        batch.add(
+            queries.ENTITY_WRITE,
+            id=draft.record,
+            seen=seen_at,
+            summary=summary,
+            row=_entity_row(draft, summary, seen_at),
+        )
+        batch.add(queries.MENTION, episode=work.record, entity=draft.record)
+        if draft.alias:
+            batch.add(
+                queries.ALIAS_WRITE,
+                id=RecordID("alias", entity_key(draft.entity_type, draft.alias)),
+                name=draft.alias,
+                type=draft.entity_type,
+                entity=draft.record,
+            )
+        for candidate in draft.candidates:  # no model decided: a person will
+            batch.add(
+                queries.DEDUP_CANDIDATE,
+                a=draft.record,
+                b=candidate["id"],
+                score=float(candidate["score"]),
+            )
+    return touched
+
+
+def _entity_row(draft: EntityDraft, summary: str, seen_at: Any) -> dict[str, Any]:
+    return {
+        "name": draft.name,
+        "canonical_name": draft.canonical,
+        "entity_type": draft.entity_type,
+        "summary": summary,
+        "name_embedding": draft.embedding,
+        "first_seen_at": seen_at,
+        "last_seen_at": seen_at,
+    }
+
+
+def _fact(ctx: IngestContext, batch: queries.Batch, work: EpisodeWork, draft: FactDraft) -> None:
+    if draft.duplicate_of is not None:
+        batch.add(
+            queries.FACT_REPEATED,
+            id=draft.duplicate_of["id"],
+            episode=work.record,
+            confidence=draft.confidence,
+        )
+        return
+    draft.record = fact_record()
+    supersedes = None
+    for old in draft.contradicts:
+        revision = _revision(ctx, old, ends_at=draft.valid_at, by=draft.record)
+        batch.add(queries.FACT_RETIRE, id=old["id"], now=ctx.now, by=draft.record)
+        batch.add(queries.FACT_CREATE, row=revision)
+        supersedes = revision["id"]
+    row = {
+        "id": draft.record,
+        "in": draft.source.record,
+        "out": draft.target.record,
+        "relation": draft.relation,
+        "edge_type": draft.edge_type,
+        "fact": draft.fact,
+        "fact_embedding": draft.embedding,
+        "episodes": [work.record],
+        "confidence": draft.confidence,
+        "valid_at": draft.valid_at,
+        "invalid_at": draft.invalid_at,
+        "created_at": ctx.now,
+        "supersedes": supersedes,
+        "superseded_by": draft.closed_by["id"] if draft.closed_by else None,
+    }
+    batch.add(queries.FACT_CREATE, row=row)
+    if draft.closed_by is not None:
+        batch.add(queries.FACT_RELINK, id=draft.closed_by["id"], supersedes=draft.record)
+
+
+def _revision(
+    ctx: IngestContext, old: dict[str, Any], *, ends_at: Any, by: RecordID
+) -> dict[str, Any]:
+    """The old fact as now believed: same content, validity closed at `ends_at`."""
+    row = {name: old.get(name) for name in _FACT_FIELDS}
+    row.update(
+        id=fact_record(),
+        invalid_at=ends_at,
+        created_at=ctx.now,
+        expired_at=None,
+        revision_of=old["id"],
+        superseded_by=by,
+    )
+    row["in"], row["out"] = old["in"], old["out"]
+    return row

@@ -1,0 +1,175 @@
+"""The ingestion pipeline: the ordered stages for one episode, and a job's loop over
+its episodes with progress, per-episode failures and pausing on exhausted quota."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from surrealdb.data.types.record_id import RecordID
+
+from kgapp.graph import queries
+from kgapp.graph.embeddings import Embedder
+from kgapp.graph.errors import GraphUnavailable, QueryFailed, UniqueViolation
+from kgapp.graph.ingest.decide import decide
+from kgapp.graph.ingest.extract import drafts_from, extract
+from kgapp.graph.ingest.model import EpisodeInput, EpisodeWork, IngestContext
+from kgapp.graph.ingest.ontology import ontology_load
+from kgapp.graph.ingest.persist import persist
+from kgapp.graph.ingest.prepare import prepare
+from kgapp.graph.ingest.resolve_entities import resolve_entities
+from kgapp.graph.ingest.resolve_facts import existing_facts, llm_candidates, resolve_facts
+from kgapp.graph.llm.client import LLMClient, LLMError, LLMQuotaExceeded
+from kgapp.graph.store import TenantStore
+
+logger = logging.getLogger(__name__)
+
+PERSIST_ATTEMPTS = 4
+
+
+@dataclass
+class IngestReport:
+    status: str = "completed"  # completed | failed | paused
+    counts: dict[str, int] = field(default_factory=dict)
+    timings: dict[str, float] = field(default_factory=dict)
+    failures: list[dict[str, Any]] = field(default_factory=list)
+    episodes: list[str] = field(default_factory=list)
+    error: str | None = None
+
+
+async def ingest_episode(ctx: IngestContext, episode: EpisodeInput) -> RecordID | None:
+    """Run every stage for one episode; returns its record, None if already ingested."""
+    ctx.now = datetime.now(UTC)
+    work = await prepare(ctx, episode)
+    if work is None:
+        return None
+    await extract(ctx, work)
+    for attempt in range(PERSIST_ATTEMPTS):
+        try:
+            await _resolve_and_persist(ctx, work)
+            return work.record
+        except UniqueViolation:
+            # Another worker wrote the same entity or fact a moment ago: re-read and redo
+            # resolution from the same extraction (no second LLM call for it).
+            if attempt == PERSIST_ATTEMPTS - 1:
+                raise
+            ctx.counts["persist_retries"] += 1
+            if await ctx.store.query_one(queries.RECORD_EXISTS, {"id": work.record}):
+                ctx.counts["episodes_skipped"] += 1
+                return None
+            if work.extraction is not None:
+                drafts_from(ctx, work, work.extraction)
+    return None
+
+
+async def _resolve_and_persist(ctx: IngestContext, work: EpisodeWork) -> None:
+    ctx.now = datetime.now(UTC)
+    await resolve_entities(ctx, work)
+    known = await existing_facts(ctx, work)
+    changed, decisions = await decide(ctx, work, llm_candidates(ctx, work, known))
+    if changed:
+        known = await existing_facts(ctx, work)
+    resolve_facts(ctx, work, known, decisions)
+    await persist(ctx, work, await _summaries(ctx, work))
+
+
+async def _summaries(ctx: IngestContext, work: EpisodeWork) -> dict[str, str]:
+    existing = [d.record for d in work.entities if d.record is not None and not d.is_new]
+    if not existing:
+        return {}
+    rows = await ctx.store.query_one(queries.ENTITY_SUMMARIES, {"ids": existing}) or []
+    return {str(row["id"]): row.get("summary") or "" for row in rows}
+
+
+async def ingest_job(
+    store: TenantStore,
+    job: RecordID,
+    episodes: Sequence[EpisodeInput],
+    *,
+    embedder: Embedder,
+    llm: LLMClient | None,
+    offset: int = 0,
+) -> IngestReport:
+    """Ingest `episodes` as job `job`, writing progress after each one.
+
+    An episode that fails is recorded with its reason and leaves no trace in the graph;
+    the others go on. Exhausted LLM quota pauses the job. The store being unreachable
+    propagates, so the task can retry (episodes already written are skipped then).
+    """
+    ctx = IngestContext(
+        store=store,
+        ontology=await ontology_load(store),
+        embedder=embedder,
+        llm=llm,
+        now=datetime.now(UTC),
+    )
+    report = IngestReport()
+    total = offset + len(episodes)
+    for index, episode in enumerate(episodes, start=offset):
+        try:
+            record = await ingest_episode(ctx, episode)
+            if record is not None:
+                report.episodes.append(f"{record.table_name}:{record.id}")
+        except LLMQuotaExceeded as error:
+            report.status, report.error = "paused", f"LLM quota exhausted: {error}"
+            break
+        except GraphUnavailable:
+            raise
+        except (LLMError, QueryFailed, ValueError) as error:
+            ctx.counts["episodes_failed"] += 1
+            report.failures.append(
+                {"index": index, "reason": f"{type(error).__name__}: {error}"[:500]}
+            )
+            logger.warning("episode %s of %s failed: %s", index, job, error)
+        await _progress(ctx, job, index + 1, total, llm)
+    await index_facts(ctx)
+    report.counts = _counts(ctx, llm)
+    report.timings = dict(ctx.timings.totals)
+    if report.failures and len(report.failures) == len(episodes):
+        report.status = "failed"
+        report.error = report.failures[0]["reason"]
+    return report
+
+
+async def index_facts(ctx: IngestContext, batch_size: int = 64) -> None:
+    """Embed the facts written without a vector, in batches (the indexing phase): one
+    batch of 64 costs far less than 64 single calls, and nothing during resolution needs
+    fact vectors."""
+    with ctx.timings.measure("index"):
+        while True:
+            rows = await ctx.store.query_one(queries.FACTS_WITHOUT_EMBEDDING, {"limit": batch_size})
+            if not rows:
+                return
+            vectors = await asyncio.to_thread(ctx.embedder.embed, [row["fact"] for row in rows])
+            batch = queries.Batch()
+            for row, vector in zip(rows, vectors, strict=True):
+                batch.add(queries.FACT_EMBEDDING_SET, id=row["id"], vector=vector)
+            await ctx.store.query(batch.sql, batch.params)
+            ctx.counts["facts_indexed"] += len(rows)
+
+
+def _counts(ctx: IngestContext, llm: LLMClient | None) -> dict[str, int]:
+    counts = dict(ctx.counts)
+    if llm is not None:
+        counts.update({f"llm_{k}": v for k, v in llm.usage.as_dict().items()})
+    return counts
+
+
+async def _progress(
+    ctx: IngestContext, job: RecordID, done: int, total: int, llm: LLMClient | None
+) -> None:
+    await ctx.store.query(
+        queries.JOB_PROGRESS,
+        {
+            "job": job,
+            "progress": done,
+            "total": total,
+            "counts": _counts(ctx, llm),
+            "timings": dict(ctx.timings.totals),
+            "phase": "extracting",
+        },
+    )

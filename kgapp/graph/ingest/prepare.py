@@ -1,0 +1,59 @@
+"""Stage: give the episode its record, skip it if already ingested, gather context."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from surrealdb.data.types.record_id import RecordID
+
+from kgapp.graph import queries
+from kgapp.graph.ingest.model import EpisodeInput, EpisodeWork, IngestContext
+from kgapp.graph.ingest.normalize import clean_text, content_hash
+
+CONTEXT_EPISODES = 3
+
+
+def episode_record(episode: EpisodeInput, digest: str) -> RecordID:
+    """Deterministic: the same content at the same place and time is the same episode, so
+    ingesting it twice (or a retried job) writes nothing new."""
+    document = f"{episode.document.table_name}:{episode.document.id}" if episode.document else ""
+    basis = "|".join(
+        [
+            document,
+            str(episode.chunk_index),
+            episode.saga or "",
+            digest,
+            episode.reference_time.isoformat(),
+        ]
+    )
+    return RecordID("episode", "ep" + hashlib.sha256(basis.encode()).hexdigest()[:24])
+
+
+def saga_record(name: str) -> RecordID:
+    return RecordID("saga", "sg" + hashlib.sha256(clean_text(name).encode()).hexdigest()[:24])
+
+
+async def prepare(ctx: IngestContext, episode: EpisodeInput) -> EpisodeWork | None:
+    digest = content_hash(episode.content)
+    record = episode_record(episode, digest)
+    if await ctx.store.query_one(queries.RECORD_EXISTS, {"id": record}):
+        ctx.counts["episodes_skipped"] += 1
+        return None
+    work = EpisodeWork(input=episode, record=record, content_hash=digest)
+    if episode.saga:
+        rows: list[dict[str, Any]] = (
+            await ctx.store.query_one(
+                queries.EPISODE_CONTEXT,
+                {
+                    "saga": saga_record(episode.saga),
+                    "at": episode.reference_time,
+                    "id": record,
+                    "limit": CONTEXT_EPISODES,
+                },
+            )
+            or []
+        )
+        work.context = [row["content"] for row in reversed(rows)]
+        work.previous = rows[0]["id"] if rows else None
+    return work

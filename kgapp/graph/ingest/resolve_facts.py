@@ -1,0 +1,140 @@
+"""Stage: decide, for each extracted fact, whether it repeats, ends, or is ended by a
+fact the graph already holds.
+
+- Repeats: same subject, relation and object, and the existing fact holds at the new
+  fact's start: the episode is appended and the confidence raised, nothing new is made.
+- Single-valued relations (ontology): a different object ends the existing fact by
+  rule: existing facts that hold at the new start are closed there; if a *later* fact
+  already holds (this episode arrived late), the new fact is closed at that one's start
+  instead, so an old episode never invalidates newer knowledge.
+- Other relations: the batched LLM call may name duplicates and contradictions.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from surrealdb.data.types.record_id import RecordID
+
+from kgapp.graph import queries
+from kgapp.graph.ingest.model import EpisodeWork, FactDraft, IngestContext, new_key
+from kgapp.graph.llm.prompts.resolve import FactDecision
+
+LLM_CANDIDATES_PER_FACT = 5
+
+
+async def existing_facts(ctx: IngestContext, work: EpisodeWork) -> list[dict[str, Any]]:
+    # RecordID is not hashable: deduplicate by its text.
+    sources = list(
+        {str(f.source.record): f.source.record for f in work.facts if f.source.record}.values()
+    )
+    if not sources:
+        return []
+    return list(await ctx.store.query_one(queries.FACTS_OF_SOURCES, {"sources": sources}) or [])
+
+
+def holds_at(fact: dict[str, Any], moment: datetime) -> bool:
+    return fact["valid_at"] <= moment and (
+        fact.get("invalid_at") is None or fact["invalid_at"] > moment
+    )
+
+
+def llm_candidates(
+    ctx: IngestContext, work: EpisodeWork, existing: list[dict[str, Any]]
+) -> list[tuple[FactDraft, list[dict[str, Any]]]]:
+    """Facts the rules cannot settle and the existing facts the model should compare."""
+    checks = []
+    for draft in work.facts:
+        if ctx.ontology.is_single_valued(draft.relation):
+            continue
+        related = [
+            e
+            for e in existing
+            if e["in"] == draft.source.record
+            and (e["out"] == draft.target.record or e["relation"] == draft.relation)
+            and not (e["out"] == draft.target.record and e["relation"] == draft.relation)
+        ]
+        if related:
+            checks.append((draft, related[:LLM_CANDIDATES_PER_FACT]))
+    return checks
+
+
+def resolve_facts(
+    ctx: IngestContext,
+    work: EpisodeWork,
+    existing: list[dict[str, Any]],
+    decisions: dict[int, tuple[FactDecision, list[dict[str, Any]]]] | None = None,
+) -> None:
+    with ctx.timings.measure("resolve_facts"):
+        unique = _dedupe_within_episode(work.facts)
+        for index, draft in unique:
+            same = [
+                e
+                for e in existing
+                if e["in"] == draft.source.record and e["relation"] == draft.relation
+            ]
+            repeat = next(
+                (e for e in same if e["out"] == draft.target.record and _repeats(e, draft)), None
+            )
+            if repeat is not None:
+                draft.duplicate_of = repeat
+                ctx.counts["facts_duplicate"] += 1
+                continue
+            if ctx.ontology.is_single_valued(draft.relation):
+                _apply_single_valued(draft, [e for e in same if e["out"] != draft.target.record])
+            elif decisions and index in decisions:
+                _apply_decision(ctx, draft, *decisions[index])
+            if draft.duplicate_of is None:
+                ctx.counts["facts_created"] += 1
+                ctx.counts["facts_invalidated"] += len(draft.contradicts)
+        work.facts = [draft for _, draft in unique]
+
+
+def _dedupe_within_episode(facts: list[FactDraft]) -> list[tuple[int, FactDraft]]:
+    """(original index, draft) of the first of each (subject, relation, object, start)."""
+    seen: dict[tuple[Any, ...], tuple[int, FactDraft]] = {}
+    for index, draft in enumerate(facts):
+        key = (str(draft.source.record), draft.relation, str(draft.target.record), draft.valid_at)
+        if key in seen:
+            kept = seen[key][1]
+            kept.confidence = max(kept.confidence, draft.confidence)
+        else:
+            seen[key] = (index, draft)
+    return list(seen.values())
+
+
+def _repeats(existing: dict[str, Any], draft: FactDraft) -> bool:
+    return (
+        existing["valid_at"] == draft.valid_at
+        or holds_at(existing, draft.valid_at)
+        or (existing.get("invalid_at") is None and existing["valid_at"] > draft.valid_at)
+    )
+
+
+def _apply_single_valued(draft: FactDraft, rivals: list[dict[str, Any]]) -> None:
+    for rival in rivals:
+        if holds_at(rival, draft.valid_at):
+            draft.contradicts.append(rival)
+    later = [r for r in rivals if r["valid_at"] > draft.valid_at]
+    if later:
+        first = min(later, key=lambda r: r["valid_at"])
+        if draft.invalid_at is None or draft.invalid_at > first["valid_at"]:
+            draft.invalid_at = first["valid_at"]
+            draft.closed_by = first
+
+
+def _apply_decision(
+    ctx: IngestContext, draft: FactDraft, decision: FactDecision, candidates: list[dict[str, Any]]
+) -> None:
+    if decision.duplicate_of is not None and 0 <= decision.duplicate_of < len(candidates):
+        draft.duplicate_of = candidates[decision.duplicate_of]
+        ctx.counts["facts_duplicate"] += 1
+        return
+    for index in decision.contradicts:
+        if 0 <= index < len(candidates) and holds_at(candidates[index], draft.valid_at):
+            draft.contradicts.append(candidates[index])
+
+
+def fact_record() -> RecordID:
+    return RecordID("relates_to", "f" + new_key())

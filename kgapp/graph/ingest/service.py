@@ -1,0 +1,369 @@
+"""What the edges call: submit episodes and documents as jobs, run a job, add a fact
+directly, delete what was ingested. All bound to one tenant's store."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import asdict
+from datetime import UTC, datetime
+from typing import Any
+
+from surrealdb.data.types.record_id import RecordID
+
+from kgapp.graph import jobs, queries
+from kgapp.graph.embeddings import Embedder
+from kgapp.graph.errors import GraphError
+from kgapp.graph.ingest.chunking import chunk_text, group_messages
+from kgapp.graph.ingest.documents import Message, ParsedDocument, format_messages
+from kgapp.graph.ingest.extract import drafts_from, parse_when
+from kgapp.graph.ingest.model import EpisodeInput, EpisodeWork, IngestContext
+from kgapp.graph.ingest.normalize import content_hash
+from kgapp.graph.ingest.ontology import ontology_load
+from kgapp.graph.ingest.pipeline import IngestReport, _resolve_and_persist, ingest_job
+from kgapp.graph.ingest.prepare import episode_record, saga_record
+from kgapp.graph.llm.client import LLMClient
+from kgapp.graph.llm.prompts.extract import ExtractedEntity, ExtractedFact, Extraction
+from kgapp.graph.records import to_json
+from kgapp.graph.store import TenantStore
+
+CHUNK_TOKENS = 800
+CHUNK_OVERLAP = 100
+
+
+class NotFound(GraphError):
+    pass
+
+
+# --- submitting --------------------------------------------------------------------------
+
+
+async def episode_submit(
+    store: TenantStore, episode: EpisodeInput, *, created_by: str | None
+) -> tuple[str, dict[str, Any]]:
+    """The episode's (deterministic) id and a queued job that will ingest it."""
+    record = episode_record(episode, content_hash(episode.content))
+    params = {"episodes": [_episode_params(episode)]}
+    job = await store.query_one(
+        queries.JOB_CREATE_WITH,
+        {
+            "kind": "ingest_episode",
+            "total": 1,
+            "created_by": created_by,
+            "params": params,
+            "document": None,
+        },
+    )
+    return f"episode:{record.id}", to_json(job)
+
+
+async def document_submit(
+    store: TenantStore,
+    parsed: ParsedDocument,
+    *,
+    file_name: str,
+    data: bytes,
+    uploaded_by: str | None,
+) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """The document record and its queued job; an identical file already uploaded gives
+    back the existing document and no new job (uploading twice changes nothing)."""
+    digest = hashlib.sha256(data).hexdigest()
+    existing = await store.query_one(queries.DOCUMENT_BY_HASH, {"hash": digest})
+    if existing:
+        return to_json(
+            {k: v for k, v in existing[0].items() if k not in ("text", "messages")}
+        ), None
+    record = RecordID("document", "d" + digest[:24])
+    document = await store.query_one(
+        queries.DOCUMENT_CREATE,
+        {
+            "id": record,
+            "data": {
+                "file_name": file_name[:255],
+                "mime": parsed.mime,
+                "size": len(data),
+                "content_hash": digest,
+                "status": "pending",
+                "uploaded_by": uploaded_by,
+                "kind": parsed.kind,
+                "title": parsed.title,
+                "text": parsed.text if parsed.kind == "text" else None,
+                "messages": [_message_row(m) for m in parsed.messages] or None,
+            },
+        },
+    )
+    job = await store.query_one(
+        queries.JOB_CREATE_WITH,
+        {
+            "kind": "ingest_document",
+            "total": 0,
+            "created_by": uploaded_by,
+            "params": {},
+            "document": record,
+        },
+    )
+    await store.query(queries.DOCUMENT_LINK_JOB, {"id": record, "job": job["id"]})
+    document = {k: v for k, v in document.items() if k not in ("text", "messages")}
+    return to_json({**document, "job": job["id"]}), to_json(job)
+
+
+def _episode_params(episode: EpisodeInput) -> dict[str, Any]:
+    row = asdict(episode)
+    row["reference_time"] = episode.reference_time.isoformat()
+    row["document"] = None
+    return row
+
+
+def _message_row(message: Message) -> dict[str, Any]:
+    return {
+        "speaker": message.speaker,
+        "text": message.text,
+        "timestamp": message.timestamp.isoformat() if message.timestamp else None,
+    }
+
+
+# --- running -----------------------------------------------------------------------------
+
+
+async def ingest_run(
+    store: TenantStore, job: RecordID, *, embedder: Embedder, llm: LLMClient | None
+) -> dict[str, Any]:
+    """Run an ingest job to its end. Idempotent: a finished job is left as it is, and a
+    retried one skips the episodes it already wrote."""
+    if await jobs.job_start(store, job) is None:
+        return await jobs.job_get(store, job)
+    row = await jobs.job_get(store, job)
+    document = row.get("document")
+    try:
+        if document is not None:
+            episodes = await _document_episodes(store, document)
+            await _document_status(store, document, "extracting", chunks=len(episodes))
+        else:
+            episodes = [_episode_from_params(p) for p in row["params"]["episodes"]]
+        report = await ingest_job(store, job, episodes, embedder=embedder, llm=llm)
+    except GraphError:
+        raise
+    except Exception as error:
+        report = IngestReport(status="failed", error=f"{type(error).__name__}: {error}")
+    await _report(store, job, report)
+    if document is not None:
+        status = {"completed": "completed", "paused": "extracting"}.get(report.status, "failed")
+        await _document_status(store, document, status, error=report.error)
+    return await jobs.job_get(store, job)
+
+
+async def _report(store: TenantStore, job: RecordID, report: IngestReport) -> None:
+    status = report.status
+    await store.query(
+        queries.JOB_REPORT,
+        {
+            "job": job,
+            "status": status,
+            "counts": report.counts,
+            "timings": report.timings,
+            "failures": report.failures,
+            "notes": [],
+            "error": report.error,
+            "result": {"episodes": report.episodes[:1000]},
+        },
+    )
+
+
+async def _document_episodes(store: TenantStore, document: RecordID) -> list[EpisodeInput]:
+    row = await store.query_one(queries.DOCUMENT_CONTENT, {"id": document})
+    if not row:
+        raise NotFound(f"document {document} is gone")
+    await _document_status(store, document, "chunking")
+    saga = f"document:{document.id}"
+    description = f"document {row['file_name']}"
+    if row["kind"] == "conversation":
+        messages = [
+            Message(m["speaker"], m["text"], parse_when(m.get("timestamp")))
+            for m in row.get("messages") or []
+        ]
+        episodes = []
+        for index, group in enumerate(group_messages(messages)):
+            when = next((m.timestamp for m in group if m.timestamp), None) or row["created_at"]
+            content = format_messages(group)
+            episodes.append(
+                EpisodeInput(
+                    content=content,
+                    source="message",
+                    reference_time=when,
+                    saga=saga,
+                    source_description=description,
+                    document=document,
+                    chunk_index=index,
+                    name=f"{row['file_name']} #{index + 1}",
+                )
+            )
+        return episodes
+    return [
+        EpisodeInput(
+            content=chunk.text,
+            source="chunk",
+            reference_time=row["created_at"],
+            saga=saga,
+            source_description=description,
+            document=document,
+            chunk_index=chunk.index,
+            name=f"{row['file_name']} #{chunk.index + 1}",
+        )
+        for chunk in chunk_text(
+            row.get("text") or "", max_tokens=CHUNK_TOKENS, overlap_tokens=CHUNK_OVERLAP
+        )
+    ]
+
+
+async def _document_status(
+    store: TenantStore,
+    document: RecordID,
+    status: str,
+    *,
+    chunks: int | None = None,
+    error: str | None = None,
+) -> None:
+    await store.query(
+        queries.DOCUMENT_STATUS,
+        {"id": document, "status": status, "chunks": chunks, "error": error},
+    )
+
+
+def _episode_from_params(params: dict[str, Any]) -> EpisodeInput:
+    fields = dict(params)
+    fields["reference_time"] = parse_when(fields["reference_time"]) or datetime.now(UTC)
+    return EpisodeInput(**fields)
+
+
+# --- facts directly ----------------------------------------------------------------------
+
+
+async def fact_add(
+    store: TenantStore,
+    *,
+    source: tuple[str, str | None],
+    relation: str,
+    target: tuple[str, str | None],
+    fact: str | None,
+    valid_at: datetime | None,
+    invalid_at: datetime | None,
+    confidence: float,
+    embedder: Embedder,
+    created_by: str | None,
+) -> dict[str, Any]:
+    """A triplet added by hand, resolved and superseding exactly as extracted facts are.
+    It is recorded with an episode of source `json` for provenance."""
+    now = datetime.now(UTC)
+    sentence = fact or f"{source[0]} {relation} {target[0]}"
+    extraction = Extraction(
+        entities=[
+            ExtractedEntity(name=source[0], entity_type=source[1] or "", summary=""),
+            ExtractedEntity(name=target[0], entity_type=target[1] or "", summary=""),
+        ],
+        facts=[
+            ExtractedFact(
+                source=source[0],
+                relation=relation,
+                target=target[0],
+                fact=sentence,
+                edge_type="semantic",
+                confidence=confidence,
+                valid_at=(valid_at or now).isoformat(),
+                invalid_at=invalid_at.isoformat() if invalid_at else None,
+            )
+        ],
+    )
+    episode = EpisodeInput(
+        content=extraction.model_dump_json(),
+        source="json",
+        reference_time=valid_at or now,
+        source_description=f"fact added through the API by {created_by or 'unknown'}",
+    )
+    ctx = IngestContext(
+        store=store, ontology=await ontology_load(store), embedder=embedder, llm=None, now=now
+    )
+    work = EpisodeWork(
+        input=episode,
+        record=episode_record(episode, content_hash(episode.content)),
+        content_hash=content_hash(episode.content),
+        extraction=extraction,
+    )
+    drafts_from(ctx, work, extraction)
+    if not work.facts:
+        raise ValueError("the fact needs two different entities")
+    await _resolve_and_persist(ctx, work)
+    draft = work.facts[0]
+    record = draft.record if draft.duplicate_of is None else draft.duplicate_of["id"]
+    return to_json(await store.query_one(queries.FACT_GET, {"id": record}))
+
+
+# --- deleting ----------------------------------------------------------------------------
+
+
+async def episodes_remove(store: TenantStore, episodes: list[RecordID]) -> dict[str, int]:
+    if not episodes:
+        return {
+            "facts_deleted": 0,
+            "facts_restored": 0,
+            "entities_deleted": 0,
+            "episodes_deleted": 0,
+        }
+    results = await store.transaction(queries.EPISODES_REMOVE, {"episodes": episodes})
+    return next(dict(r) for r in reversed(results) if isinstance(r, dict))
+
+
+async def episode_delete(store: TenantStore, episode: RecordID) -> dict[str, int]:
+    if not await store.query_one(queries.RECORD_EXISTS, {"id": episode}):
+        raise NotFound(f"no episode {episode.table_name}:{episode.id}")
+    return await episodes_remove(store, [episode])
+
+
+async def document_delete(store: TenantStore, document: RecordID) -> dict[str, int]:
+    """Remove the document, its episodes, and every fact or entity only it supported."""
+    if not await store.query_one(queries.RECORD_EXISTS, {"id": document}):
+        raise NotFound(f"no document {document.table_name}:{document.id}")
+    episodes = await store.query_one(queries.EPISODES_OF_DOCUMENT, {"document": document}) or []
+    removed = await episodes_remove(store, list(episodes))
+    await store.transaction(queries.DOCUMENT_REMOVE, {"document": document})
+    return removed
+
+
+# --- reading -----------------------------------------------------------------------------
+
+
+def saga_of(name: str) -> RecordID:
+    return saga_record(name)
+
+
+async def episode_list(
+    store: TenantStore, *, saga: RecordID | None, document: RecordID | None, limit: int, offset: int
+) -> list[dict[str, Any]]:
+    return list(
+        await store.query_one(
+            queries.EPISODE_LIST,
+            {"saga": saga, "document": document, "limit": limit, "offset": offset},
+        )
+        or []
+    )
+
+
+async def document_list(
+    store: TenantStore, *, status: str | None, limit: int, offset: int
+) -> list[dict[str, Any]]:
+    return list(
+        await store.query_one(
+            queries.DOCUMENT_LIST, {"status": status, "limit": limit, "offset": offset}
+        )
+        or []
+    )
+
+
+async def document_get(store: TenantStore, document: RecordID) -> dict[str, Any]:
+    row = await store.query_one(queries.DOCUMENT_GET, {"id": document})
+    if not row:
+        raise NotFound(f"no document {document.table_name}:{document.id}")
+    return dict(row)
+
+
+async def job_requeue(store: TenantStore, job: RecordID) -> dict[str, Any] | None:
+    """Back to queued when failed or paused; None otherwise."""
+    return await store.query_one(queries.JOB_REQUEUE, {"job": job})

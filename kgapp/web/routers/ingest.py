@@ -1,0 +1,271 @@
+"""Ingestion: episodes, documents, facts and the ontology of one tenant."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from django.conf import settings
+from django.http import HttpRequest
+from ninja import File, Query, Router, Schema, Status
+from ninja.errors import HttpError
+from ninja.files import UploadedFile
+from pydantic import Field
+
+from kgapp.graph.ingest import ontology, service
+from kgapp.graph.ingest.documents import DocumentError, parse_document, parse_message_lines
+from kgapp.graph.ingest.model import EpisodeInput
+from kgapp.graph.records import parse_record_id, to_json
+from kgapp.web import enqueue
+from kgapp.web.routers.tenant import DENIED
+from kgapp.web.schemas import (
+    DocumentQueuedOut,
+    EpisodeIn,
+    EpisodeQueuedOut,
+    ErrorOut,
+    FactIn,
+    FactOut,
+    OntologyIO,
+)
+from tenants.access import tenant_access
+from tenants.graph import embedder, tenant_graph
+from tenants.models import Role
+
+router = Router(tags=["ingest"])
+MAX_FILES = 50
+
+
+class Page(Schema):
+    limit: int = Field(default=50, ge=1, le=500)
+    offset: int = Field(default=0, ge=0)
+
+
+class EpisodeFilter(Page):
+    saga: str | None = Field(default=None, max_length=200)
+    document: str | None = None
+
+
+class DocumentFilter(Page):
+    status: str | None = Field(
+        default=None, pattern="^(pending|chunking|extracting|indexing|completed|failed)$"
+    )
+
+
+@router.post("/t/{tenant}/episodes", response={202: EpisodeQueuedOut, 422: ErrorOut, **DENIED})
+def episode_add(request: HttpRequest, tenant: str, payload: EpisodeIn) -> Status[dict[str, str]]:
+    """Queue one episode. `message` content is one `speaker: text` per line."""
+    access = tenant_access(request.user, tenant, Role.EDITOR)
+    episode = EpisodeInput(
+        content=payload.content,
+        source=payload.source,
+        reference_time=(payload.reference_time or datetime.now(UTC)).astimezone(UTC),
+        name=payload.name,
+        source_description=payload.source_description,
+        saga=payload.saga,
+    )
+    if episode.source == "message":
+        _check_messages(episode.content)
+    graph = tenant_graph(access.tenant)
+    episode_id, job = graph.run(
+        service.episode_submit, episode, created_by=request.user.get_username()
+    )
+    enqueue.ingest(access.tenant, job)
+    return Status(202, {"episode_id": episode_id, "job_id": job["id"]})
+
+
+def _check_messages(content: str) -> None:
+    try:
+        parse_message_lines(content)
+    except DocumentError as error:
+        raise HttpError(422, str(error)) from error
+
+
+@router.get("/t/{tenant}/episodes", response={200: list[dict[str, Any]], **DENIED})
+def episode_list(request: HttpRequest, tenant: str, filters: Query[EpisodeFilter]) -> Any:
+    access = tenant_access(request.user, tenant)
+    document = parse_record_id(filters.document, "document") if filters.document else None
+    saga = service.saga_of(filters.saga) if filters.saga else None
+    rows = tenant_graph(access.tenant).run(
+        service.episode_list,
+        saga=saga,
+        document=document,
+        limit=filters.limit,
+        offset=filters.offset,
+    )
+    return to_json(rows)
+
+
+@router.delete(
+    "/t/{tenant}/episodes/{episode_id}", response={200: dict[str, int], 422: ErrorOut, **DENIED}
+)
+def episode_delete(request: HttpRequest, tenant: str, episode_id: str) -> Any:
+    """Delete an episode and every fact or entity only it supported."""
+    access = tenant_access(request.user, tenant, Role.EDITOR)
+    record = parse_record_id(episode_id, "episode")
+    return tenant_graph(access.tenant).run(service.episode_delete, record)
+
+
+@router.post(
+    "/t/{tenant}/documents",
+    response={202: list[DocumentQueuedOut], 413: ErrorOut, 415: ErrorOut, 422: ErrorOut, **DENIED},
+)
+def document_upload(
+    request: HttpRequest, tenant: str, files: File[list[UploadedFile]]
+) -> Status[list[dict[str, Any]]]:
+    """Upload files (.txt .md .pdf .html .json .csv, conversation exports). Every file is
+    checked before any is stored: one bad file refuses the whole upload, saying which."""
+    access = tenant_access(request.user, tenant, Role.EDITOR)
+    if not files:
+        raise HttpError(422, "attach at least one file in the `files` field")
+    if len(files) > MAX_FILES:
+        raise HttpError(422, f"at most {MAX_FILES} files per upload; send the rest separately")
+    parsed = []
+    for upload in files:
+        name = upload.name or "upload"
+        if upload.size and upload.size > settings.UPLOAD_MAX_BYTES:
+            raise HttpError(
+                413,
+                f"{name}: {upload.size} bytes is over the {settings.UPLOAD_MAX_BYTES} byte limit",
+            )
+        data = upload.read(settings.UPLOAD_MAX_BYTES + 1)
+        try:
+            parsed.append(
+                (name, data, parse_document(name, data, max_bytes=settings.UPLOAD_MAX_BYTES))
+            )
+        except DocumentError as error:
+            message = str(error) if name in str(error) else f"{name}: {error}"
+            raise HttpError(error.status, message) from error
+    graph = tenant_graph(access.tenant)
+    answers = []
+    for name, data, document in parsed:
+        row, job = graph.run(
+            service.document_submit,
+            document,
+            file_name=name,
+            data=data,
+            uploaded_by=request.user.get_username(),
+        )
+        if job is not None:
+            enqueue.ingest(access.tenant, job)
+        answers.append(
+            {
+                "document_id": row["id"],
+                "job_id": job["id"] if job else row.get("job"),
+                "duplicate": job is None,
+            }
+        )
+    return Status(202, answers)
+
+
+@router.get("/t/{tenant}/documents", response={200: list[dict[str, Any]], **DENIED})
+def document_list(request: HttpRequest, tenant: str, filters: Query[DocumentFilter]) -> Any:
+    access = tenant_access(request.user, tenant)
+    return to_json(
+        tenant_graph(access.tenant).run(
+            service.document_list, status=filters.status, limit=filters.limit, offset=filters.offset
+        )
+    )
+
+
+@router.get(
+    "/t/{tenant}/documents/{document_id}", response={200: dict[str, Any], 422: ErrorOut, **DENIED}
+)
+def document_detail(request: HttpRequest, tenant: str, document_id: str) -> Any:
+    access = tenant_access(request.user, tenant)
+    record = parse_record_id(document_id, "document")
+    return to_json(tenant_graph(access.tenant).run(service.document_get, record))
+
+
+@router.delete(
+    "/t/{tenant}/documents/{document_id}", response={200: dict[str, int], 422: ErrorOut, **DENIED}
+)
+def document_delete(request: HttpRequest, tenant: str, document_id: str) -> Any:
+    """Delete the document, its episodes, and every fact or entity only it supported."""
+    access = tenant_access(request.user, tenant, Role.EDITOR)
+    record = parse_record_id(document_id, "document")
+    return tenant_graph(access.tenant).run(service.document_delete, record)
+
+
+@router.post("/t/{tenant}/facts", response={201: FactOut, 422: ErrorOut, **DENIED})
+def fact_add(request: HttpRequest, tenant: str, payload: FactIn) -> Status[dict[str, Any]]:
+    """Add a fact as a triplet; resolution and supersession apply as for extracted facts."""
+    access = tenant_access(request.user, tenant, Role.EDITOR)
+    if payload.valid_at and payload.invalid_at and payload.invalid_at <= payload.valid_at:
+        raise HttpError(422, "invalid_at must be after valid_at")
+    try:
+        fact = tenant_graph(access.tenant).run(
+            service.fact_add,
+            source=(payload.source.name, payload.source.type),
+            relation=payload.relation,
+            target=(payload.target.name, payload.target.type),
+            fact=payload.fact,
+            valid_at=payload.valid_at,
+            invalid_at=payload.invalid_at,
+            confidence=payload.confidence,
+            embedder=embedder(),
+            created_by=request.user.get_username(),
+        )
+    except ValueError as error:
+        raise HttpError(422, str(error)) from error
+    return Status(201, FactOut.of(fact))
+
+
+@router.get("/t/{tenant}/ontology", response={200: OntologyIO, **DENIED})
+def ontology_get(request: HttpRequest, tenant: str) -> Any:
+    access = tenant_access(request.user, tenant)
+    current = tenant_graph(access.tenant).run(ontology.ontology_load)
+    return _ontology_out(current)
+
+
+@router.put("/t/{tenant}/ontology", response={200: OntologyIO, 422: ErrorOut, **DENIED})
+def ontology_put(request: HttpRequest, tenant: str, payload: OntologyIO) -> Any:
+    """Replace the entity and relation types (curator)."""
+    access = tenant_access(request.user, tenant, Role.CURATOR)
+    rows = [
+        {"kind": "entity_type", **t.dict(), "single_valued": False, "aliases": []}
+        for t in payload.entity_types
+    ]
+    rows += [{"kind": "relation_type", **r.dict()} for r in payload.relation_types]
+    new = ontology.ontology_from_rows(rows)
+    names = [r.name for r in new.relation_types]
+    if len(set(names)) != len(names) or len({t.name for t in new.entity_types}) != len(
+        new.entity_types
+    ):
+        raise HttpError(
+            422, "type names must be unique (relation names compare in UPPER_SNAKE form)"
+        )
+    graph = tenant_graph(access.tenant)
+    graph.run(ontology.ontology_save, new)
+    return _ontology_out(graph.run(ontology.ontology_load))
+
+
+def _ontology_out(current: ontology.Ontology) -> dict[str, Any]:
+    return {
+        "entity_types": [
+            {"name": t.name, "description": t.description} for t in current.entity_types
+        ],
+        "relation_types": [
+            {
+                "name": r.name,
+                "description": r.description,
+                "single_valued": r.single_valued,
+                "aliases": list(r.aliases),
+            }
+            for r in current.relation_types
+        ],
+    }
+
+
+@router.post(
+    "/t/{tenant}/jobs/{job_id}/retry",
+    response={202: dict[str, str], 409: ErrorOut, 422: ErrorOut, **DENIED},
+)
+def job_retry(request: HttpRequest, tenant: str, job_id: str) -> Status[dict[str, str]]:
+    """Queue a failed or paused ingest job again; episodes already written are skipped."""
+    access = tenant_access(request.user, tenant, Role.EDITOR)
+    record = parse_record_id(job_id, "job")
+    job = tenant_graph(access.tenant).run(service.job_requeue, record)
+    if job is None:
+        raise HttpError(409, "only failed or paused ingest jobs can be retried")
+    enqueue.ingest(access.tenant, to_json(job))
+    return Status(202, {"job_id": job_id, "status": "queued"})

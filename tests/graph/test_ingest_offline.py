@@ -1,0 +1,80 @@
+"""The ingestion pipeline with the offline extractor (no model), against the real
+SurrealDB server and the real local embedding model."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from kgapp.graph import jobs, schema
+from kgapp.graph.embeddings import local_embedder
+from kgapp.graph.ingest.model import EpisodeInput
+from kgapp.graph.ingest.pipeline import ingest_job
+from kgapp.graph.records import to_json
+
+SCHEMA = Path(__file__).resolve().parents[2] / "schema"
+JAN = datetime(2024, 1, 15, tzinfo=UTC)
+MAR = datetime(2024, 3, 10, tzinfo=UTC)
+ACME = EpisodeInput(content="Alice works at Acme Corp.", source="text", reference_time=JAN)
+BETA = EpisodeInput(content="Alice joined Beta Inc last month.", source="text", reference_time=MAR)
+
+
+@pytest.fixture
+async def graph(raw_namespace):
+    store = await raw_namespace()
+    await schema.migrate(store, schema.load_migrations(SCHEMA), embedding_dim=384)
+    return store
+
+
+async def run(store, episodes):
+    job = await jobs.job_create(store, kind="ingest_episode")
+    return await ingest_job(store, job["id"], episodes, embedder=local_embedder(), llm=None)
+
+
+async def facts(store, current_only=True):
+    where = "WHERE expired_at = NONE" if current_only else ""
+    rows = await store.query_one(
+        f"SELECT in.name AS source, relation, out.name AS target, valid_at, invalid_at, "
+        f"supersedes, superseded_by, id FROM relates_to {where} ORDER BY valid_at"
+    )
+    return to_json(rows)
+
+
+async def test_graphiti_scenario(graph) -> None:
+    await run(graph, [ACME])
+    await run(graph, [BETA])
+    entities = await graph.query_one("SELECT VALUE name FROM entity ORDER BY name")
+    assert entities == ["Acme Corp", "Alice", "Beta Inc"]
+    current = await facts(graph)
+    assert [(f["target"], f["valid_at"], f["invalid_at"]) for f in current] == [
+        ("Acme Corp", "2024-01-15T00:00:00Z", "2024-02-01T00:00:00Z"),
+        ("Beta Inc", "2024-02-01T00:00:00Z", None),
+    ]
+    acme, beta = current
+    assert acme["superseded_by"] == beta["id"] and beta["supersedes"] == acme["id"]
+    # The belief held before the second episode is kept, retired in system time.
+    everything = await facts(graph, current_only=False)
+    assert len(everything) == 3
+
+
+async def test_out_of_order_gives_the_same_final_facts(graph) -> None:
+    await run(graph, [BETA])
+    await run(graph, [ACME])
+    current = await facts(graph)
+    assert [(f["target"], f["valid_at"], f["invalid_at"]) for f in current] == [
+        ("Acme Corp", "2024-01-15T00:00:00Z", "2024-02-01T00:00:00Z"),
+        ("Beta Inc", "2024-02-01T00:00:00Z", None),
+    ]
+    assert current[0]["superseded_by"] == current[1]["id"]
+
+
+async def test_ingesting_twice_changes_nothing(graph) -> None:
+    first = await run(graph, [ACME, BETA])
+    before = await graph.query_one("SELECT * OMIT fact_embedding FROM relates_to ORDER BY id")
+    second = await run(graph, [ACME, BETA])
+    after = await graph.query_one("SELECT * OMIT fact_embedding FROM relates_to ORDER BY id")
+    assert before == after
+    assert first.counts["episodes"] == 2
+    assert second.counts.get("episodes", 0) == 0 and second.counts["episodes_skipped"] == 2

@@ -1,0 +1,161 @@
+"""The ingestion API end to end (offline extractor, tasks run in-process), and its
+refusals: every bad input gets a 4xx with a message and stores nothing."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+
+from tenants.models import Role
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def eager(settings):
+    from kgapp.celery import app
+
+    app.conf.task_always_eager = True
+    yield
+    app.conf.task_always_eager = False
+
+
+@pytest.fixture
+def editor(make_tenant, member, token_client):
+    tenant = make_tenant()
+    return tenant, token_client(member(tenant, Role.EDITOR))
+
+
+def post_json(client, url, body):
+    return client.post(url, data=json.dumps(body), content_type="application/json")
+
+
+def test_episodes_become_facts_through_the_api(editor, eager) -> None:
+    tenant, client = editor
+    base = f"/api/v1/t/{tenant.slug}"
+    first = post_json(client, f"{base}/episodes", {
+        "content": "Alice works at Acme Corp.", "reference_time": "2024-01-15T00:00:00Z"})
+    assert first.status_code == 202, first.content
+    body = first.json()
+    assert body["episode_id"].startswith("episode:") and body["job_id"].startswith("job:")
+    job = client.get(f"{base}/jobs/{body['job_id']}").json()
+    assert job["status"] == "completed" and job["counts"]["episodes"] == 1
+    post_json(client, f"{base}/episodes", {
+        "content": "Alice joined Beta Inc last month.", "reference_time": "2024-03-10T00:00:00Z"})
+    listed = client.get(f"{base}/episodes").json()
+    assert [e["content"] for e in listed] == ["Alice joined Beta Inc last month.", "Alice works at Acme Corp."]
+    detail = client.get(f"{base}/").json()
+    assert detail["counts"]["entities"] == 3 and detail["counts"]["episodes"] == 2
+
+
+def test_fact_triplet_supersedes_by_rule(editor) -> None:
+    tenant, client = editor
+    base = f"/api/v1/t/{tenant.slug}"
+    acme = post_json(client, f"{base}/facts", {
+        "source": {"name": "Bob", "type": "Person"}, "relation": "works at",
+        "target": {"name": "Acme Corp", "type": "Organization"}, "valid_at": "2023-01-01T00:00:00Z"})
+    assert acme.status_code == 201, acme.content
+    assert acme.json()["relation"] == "WORKS_AT" and acme.json()["invalid_at"] is None
+    beta = post_json(client, f"{base}/facts", {
+        "source": {"name": "bob", "type": "Person"}, "relation": "EMPLOYED_BY",
+        "target": {"name": "Beta Inc", "type": "Organization"}, "valid_at": "2024-06-01T00:00:00Z"})
+    assert beta.status_code == 201
+    assert beta.json()["relation"] == "WORKS_AT" and beta.json()["supersedes"]
+    again = post_json(client, f"{base}/facts", {
+        "source": {"name": "Bob"}, "relation": "WORKS_AT", "target": {"name": "Beta Inc"},
+        "valid_at": "2024-07-01T00:00:00Z"})
+    assert again.status_code == 201 and again.json()["id"] == beta.json()["id"]
+    bad = post_json(client, f"{base}/facts", {
+        "source": {"name": "X"}, "relation": "R", "target": {"name": "X"}})
+    assert bad.status_code == 422 and "two different entities" in bad.json()["detail"]
+
+
+def test_documents_upload_list_and_delete(editor, eager) -> None:
+    tenant, client = editor
+    base = f"/api/v1/t/{tenant.slug}"
+    text = b"# Staff\n\nCarol works at Initech. Dave works at Initech.\n"
+    upload = client.post(f"{base}/documents", {"files": [SimpleUploadedFile("staff.md", text)]})
+    assert upload.status_code == 202, upload.content
+    (answer,) = upload.json()
+    document_id = answer["document_id"]
+    again = client.post(f"{base}/documents", {"files": [SimpleUploadedFile("copy.md", text)]})
+    assert again.json()[0] == {"document_id": document_id, "job_id": answer["job_id"], "duplicate": True}
+    documents = client.get(f"{base}/documents?status=completed").json()
+    assert [d["id"] for d in documents] == [document_id]
+    assert documents[0]["chunk_count"] == 1
+    # A fact also supported by another episode survives the document's deletion.
+    post_json(client, f"{base}/episodes", {"content": "Carol works at Initech."})
+    removed = client.delete(f"{base}/documents/{document_id}")
+    assert removed.status_code == 200, removed.content
+    assert removed.json()["episodes_deleted"] == 1 and removed.json()["facts_deleted"] == 1
+    detail = client.get(f"{base}/").json()["counts"]
+    assert detail["documents"] == 0 and detail["facts"] == 1 and detail["entities"] == 2
+    assert client.get(f"{base}/documents/{document_id}").status_code == 404
+
+
+@pytest.mark.parametrize(
+    "name, data, status, message",
+    [
+        ("notes.txt", b"\x00\x01\x02binary\x00" * 50, 422, "binary"),
+        ("latin.txt", "caf\u00e9 na\u00efve".encode("latin-1"), 422, "UTF-8"),
+        ("broken.pdf", b"%PDF-1.4\n garbage that is not a pdf", 422, "PDF"),
+        ("image.exe", b"MZ....", 415, ".txt"),
+    ],
+)
+def test_bad_files_are_refused_and_nothing_is_stored(editor, name, data, status, message) -> None:
+    tenant, client = editor
+    base = f"/api/v1/t/{tenant.slug}"
+    good = SimpleUploadedFile("fine.txt", b"Erin works at Hooli.")
+    response = client.post(f"{base}/documents", {"files": [good, SimpleUploadedFile(name, data)]})
+    assert response.status_code == status, response.content
+    assert name in response.json()["detail"] and message in response.json()["detail"]
+    assert client.get(f"{base}/documents").json() == []
+
+
+def test_oversized_file_is_413(editor, settings) -> None:
+    tenant, client = editor
+    settings.UPLOAD_MAX_BYTES = 1000
+    response = client.post(
+        f"/api/v1/t/{tenant.slug}/documents", {"files": [SimpleUploadedFile("big.txt", b"a" * 5000)]}
+    )
+    assert response.status_code == 413 and "big.txt" in response.json()["detail"]
+
+
+def test_viewer_cannot_ingest_and_ontology_needs_curator(make_tenant, member, token_client) -> None:
+    tenant = make_tenant()
+    viewer = token_client(member(tenant, Role.VIEWER))
+    base = f"/api/v1/t/{tenant.slug}"
+    assert post_json(viewer, f"{base}/episodes", {"content": "x"}).status_code == 403
+    assert viewer.post(f"{base}/documents", {"files": [SimpleUploadedFile("a.txt", b"x")]}).status_code == 403
+    current = viewer.get(f"{base}/ontology").json()
+    single = {r["name"] for r in current["relation_types"] if r["single_valued"]}
+    assert {"WORKS_AT", "LIVES_IN", "CEO_OF"} <= single
+    assert viewer.put(f"{base}/ontology", data=json.dumps(current), content_type="application/json").status_code == 403
+
+
+def test_ontology_put_changes_supersession(make_tenant, member, token_client) -> None:
+    tenant = make_tenant()
+    curator = token_client(member(tenant, Role.CURATOR))
+    base = f"/api/v1/t/{tenant.slug}"
+    ontology = {"entity_types": [{"name": "Person"}, {"name": "Team"}],
+                "relation_types": [{"name": "plays for", "single_valued": True, "aliases": ["MEMBER_OF_TEAM"]}]}
+    saved = curator.put(f"{base}/ontology", data=json.dumps(ontology), content_type="application/json")
+    assert saved.status_code == 200, saved.content
+    assert saved.json()["relation_types"][0]["name"] == "PLAYS_FOR"
+    post_json(curator, f"{base}/facts", {"source": {"name": "Zed", "type": "Person"}, "relation": "PLAYS_FOR",
+              "target": {"name": "Reds", "type": "Team"}, "valid_at": "2020-01-01T00:00:00Z"})
+    blues = post_json(curator, f"{base}/facts", {"source": {"name": "Zed", "type": "Person"},
+                      "relation": "member of team", "target": {"name": "Blues", "type": "Team"},
+                      "valid_at": "2021-01-01T00:00:00Z"})
+    assert blues.json()["relation"] == "PLAYS_FOR" and blues.json()["supersedes"]
+    duplicate = {"entity_types": [{"name": "A"}, {"name": "A"}], "relation_types": []}
+    assert curator.put(f"{base}/ontology", data=json.dumps(duplicate), content_type="application/json").status_code == 422
+
+
+def test_message_episodes_need_speakers(editor) -> None:
+    tenant, client = editor
+    response = post_json(client, f"/api/v1/t/{tenant.slug}/episodes",
+                         {"content": "no speaker on this line", "source": "message"})
+    assert response.status_code == 422 and "Line 1 has no speaker" in response.json()["detail"]
