@@ -170,5 +170,10 @@ LOGGING = {
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": env.text("KG_LOG_LEVEL", "INFO")},
-    "loggers": {"websockets": {"level": "WARNING"}},
+    "loggers": {
+        "websockets": {"level": "WARNING"},
+        "httpx": {"level": "WARNING"},
+        "httpx2": {"level": "WARNING"},
+        "sentence_transformers": {"level": "WARNING"},
+    },
 }

@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 from kgapp.graph.ingest.documents import parse_message_lines
 from kgapp.graph.ingest.model import EntityDraft, EpisodeWork, FactDraft, IngestContext
-from kgapp.graph.ingest.normalize import canonical_name, display_name
+from kgapp.graph.ingest.normalize import canonical_name, display_name, visible_text
 from kgapp.graph.ingest.offline import extract_offline
 from kgapp.graph.ingest.screen import screen_text
 from kgapp.graph.llm.prompts import extract as prompt
@@ -31,7 +31,8 @@ async def extract(ctx: IngestContext, work: EpisodeWork) -> None:
     with ctx.timings.measure("extract"):
         if ctx.llm is None:
             extraction = extract_offline(
-                episode.content, reference_time=episode.reference_time, speakers=speakers
+                visible_text(episode.content), reference_time=episode.reference_time,
+                speakers=speakers,
             )
         else:
             extraction = await ctx.llm.structured(

@@ -21,6 +21,12 @@ _SPACES = re.compile(r"\s+")
 _RELATION_CHARS = re.compile(r"[^A-Z0-9]+")
 
 
+def visible_text(text: str) -> str:
+    """NFKC with invisible characters removed; line structure kept."""
+    keep = {"\n": "\n", "\t": " ", "\r": ""}
+    return _INVISIBLE.sub(lambda m: keep.get(m.group(0), ""), unicodedata.normalize("NFKC", text))
+
+
 def clean_text(text: str) -> str:
     """NFKC, invisible characters removed, whitespace collapsed, trimmed."""
     text = unicodedata.normalize("NFKC", text)
