@@ -113,7 +113,8 @@ else:
 def celery_broker(redis_url: str, queue_dir: Path) -> tuple[str, dict[str, object]]:
     """Redis when configured; otherwise a broker that needs no server (files in var/)."""
     if redis_url:
-        return redis_url, {"visibility_timeout": 3600}
+        # A task whose worker died unacknowledged is delivered again after this long.
+        return redis_url, {"visibility_timeout": env.integer("KG_BROKER_VISIBILITY_TIMEOUT", 3600)}
     folder = str(queue_dir / "queue")
     return "filesystem://", {
         "data_folder_in": folder,

@@ -83,6 +83,7 @@ class JobOut(Schema):
     counts: dict[str, Any] = {}
     timings: dict[str, Any] = {}
     failures: list[dict[str, Any]] = []
+    notes: list[str] = []
     error: str | None = None
     document: str | None = None
     created_at: datetime | None = None

@@ -15,7 +15,7 @@ from kgapp.graph.ingest.model import EpisodeInput
 from kgapp.graph.ingest.pipeline import ingest_job
 from kgapp.graph.llm.cache import SurrealCache
 from kgapp.graph.llm.client import LLMClient, LLMConfig
-from kgapp.graph.records import to_json
+from kgapp.graph.records import parse_record_id, to_json
 from tests.graph.recorded import answer_from_recordings, episode_of
 from tests.llm_server import Reply
 
@@ -181,6 +181,7 @@ async def test_injection_is_stored_but_not_extracted(graph, llm) -> None:
         source="text", reference_time=ACME.reference_time)
     report = await run(graph, [hostile], client(llm))
     assert report.status == "completed" and report.counts["episodes_screened_out"] == 1
+    assert "not extracted: instructions to the model" in report.notes[0]
     assert llm.chat_requests() == []
     episode = await graph.query_one("SELECT content, screened_out FROM episode")
     assert episode == [{"content": hostile.content, "screened_out": ["instructions to the model"]}]
@@ -219,3 +220,14 @@ async def test_concurrent_writers_make_one_entity_per_name(graph, scripted_llm) 
     assert await graph.query_one("SELECT count() AS n FROM episode GROUP ALL") == [{"n": 8}]
     targets = await graph.query_one("SELECT VALUE out FROM relates_to")
     assert len(targets) == 8 and len({str(t) for t in targets}) == 1
+
+
+async def test_failures_are_recorded_on_the_job(graph, llm) -> None:
+    from kgapp.graph.ingest.service import episode_submit, ingest_run
+
+    llm.queue(Reply(refusal="no"))
+    _, job = await episode_submit(graph, ACME, created_by="tester")
+    row = await ingest_run(graph, parse_record_id(job["id"], "job"),
+                           embedder=local_embedder(), llm=client(llm))
+    assert row["status"] == "failed"
+    assert row["failures"] == [{"index": 0, "reason": "LLMRefused: no"}]

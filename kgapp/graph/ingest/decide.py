@@ -86,6 +86,6 @@ async def decide(
     decisions: FactDecisions = {}
     for decision in answer.facts:
         if 0 <= decision.index < len(fact_checks):
-            draft, candidates = fact_checks[decision.index]
-            decisions[positions[id(draft)]] = (decision, candidates)
+            fact, candidates = fact_checks[decision.index]
+            decisions[positions[id(fact)]] = (decision, candidates)
     return changed, decisions

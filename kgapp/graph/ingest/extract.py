@@ -11,6 +11,7 @@ from kgapp.graph.ingest.offline import extract_offline
 from kgapp.graph.ingest.screen import screen_text
 from kgapp.graph.llm.prompts import extract as prompt
 from kgapp.graph.llm.prompts.extract import Extraction
+from kgapp.graph.records import record_key
 
 
 async def extract(ctx: IngestContext, work: EpisodeWork) -> None:
@@ -26,7 +27,8 @@ async def extract(ctx: IngestContext, work: EpisodeWork) -> None:
     if screening.flagged:
         work.screened_out = screening.reasons
         ctx.counts["episodes_screened_out"] += 1
-        ctx.notes.append(f"{work.record.id}: not extracted ({', '.join(screening.reasons)})")
+        reasons = ", ".join(screening.reasons)
+        ctx.notes.append(f"{record_key(work.record)} stored but not extracted: {reasons}")
         return
     with ctx.timings.measure("extract"):
         if ctx.llm is None:
@@ -71,24 +73,24 @@ def drafts_from(ctx: IngestContext, work: EpisodeWork, extraction: Extraction) -
                 canonical=key,
             )
     reference = work.input.reference_time
-    for item in extraction.facts[: prompt.MAX_FACTS]:
-        source = _endpoint(ctx, by_name, item.source)
-        target = _endpoint(ctx, by_name, item.target)
+    for found in extraction.facts[: prompt.MAX_FACTS]:
+        source = _endpoint(ctx, by_name, found.source)
+        target = _endpoint(ctx, by_name, found.target)
         if source is None or target is None or source is target:
             continue
-        valid_at = parse_when(item.valid_at) or reference
-        invalid_at = parse_when(item.invalid_at)
+        valid_at = parse_when(found.valid_at) or reference
+        invalid_at = parse_when(found.invalid_at)
         if invalid_at is not None and invalid_at <= valid_at:
             invalid_at = None
         work.facts.append(
             FactDraft(
                 source=source,
                 target=target,
-                relation=ctx.ontology.relation(item.relation),
-                fact=display_name(item.fact)[:1000]
-                or f"{source.name} {item.relation} {target.name}",
-                edge_type=item.edge_type,
-                confidence=round(item.confidence, 4),
+                relation=ctx.ontology.relation(found.relation),
+                fact=display_name(found.fact)[:1000]
+                or f"{source.name} {found.relation} {target.name}",
+                edge_type=found.edge_type,
+                confidence=round(found.confidence, 4),
                 valid_at=valid_at,
                 invalid_at=invalid_at,
             )

@@ -24,6 +24,7 @@ from kgapp.graph.ingest.prepare import prepare
 from kgapp.graph.ingest.resolve_entities import resolve_entities
 from kgapp.graph.ingest.resolve_facts import existing_facts, llm_candidates, resolve_facts
 from kgapp.graph.llm.client import LLMClient, LLMError, LLMQuotaExceeded
+from kgapp.graph.records import record_key
 from kgapp.graph.store import TenantStore
 
 logger = logging.getLogger(__name__)
@@ -38,6 +39,7 @@ class IngestReport:
     timings: dict[str, float] = field(default_factory=dict)
     failures: list[dict[str, Any]] = field(default_factory=list)
     episodes: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
     error: str | None = None
 
 
@@ -113,7 +115,7 @@ async def ingest_job(
         try:
             record = await ingest_episode(ctx, episode)
             if record is not None:
-                report.episodes.append(f"{record.table_name}:{record.id}")
+                report.episodes.append(record_key(record))
         except LLMQuotaExceeded as error:
             report.status, report.error = "paused", f"LLM quota exhausted: {error}"
             break
@@ -129,6 +131,7 @@ async def ingest_job(
     await index_facts(ctx)
     report.counts = _counts(ctx, llm)
     report.timings = dict(ctx.timings.totals)
+    report.notes = ctx.notes[:200]
     if report.failures and len(report.failures) == len(episodes):
         report.status = "failed"
         report.error = report.failures[0]["reason"]

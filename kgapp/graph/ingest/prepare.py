@@ -10,6 +10,7 @@ from surrealdb.data.types.record_id import RecordID
 from kgapp.graph import queries
 from kgapp.graph.ingest.model import EpisodeInput, EpisodeWork, IngestContext
 from kgapp.graph.ingest.normalize import clean_text, content_hash
+from kgapp.graph.records import record_key
 
 CONTEXT_EPISODES = 3
 
@@ -17,7 +18,7 @@ CONTEXT_EPISODES = 3
 def episode_record(episode: EpisodeInput, digest: str) -> RecordID:
     """Deterministic: the same content at the same place and time is the same episode, so
     ingesting it twice (or a retried job) writes nothing new."""
-    document = f"{episode.document.table_name}:{episode.document.id}" if episode.document else ""
+    document = record_key(episode.document) if episode.document else ""
     basis = "|".join(
         [
             document,

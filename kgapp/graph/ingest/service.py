@@ -23,7 +23,7 @@ from kgapp.graph.ingest.pipeline import IngestReport, _resolve_and_persist, inge
 from kgapp.graph.ingest.prepare import episode_record, saga_record
 from kgapp.graph.llm.client import LLMClient
 from kgapp.graph.llm.prompts.extract import ExtractedEntity, ExtractedFact, Extraction
-from kgapp.graph.records import to_json
+from kgapp.graph.records import record_key, to_json
 from kgapp.graph.store import TenantStore
 
 CHUNK_TOKENS = 800
@@ -53,7 +53,7 @@ async def episode_submit(
             "document": None,
         },
     )
-    return f"episode:{record.id}", to_json(job)
+    return record_key(record), to_json(job)
 
 
 async def document_submit(
@@ -161,7 +161,7 @@ async def _report(store: TenantStore, job: RecordID, report: IngestReport) -> No
             "counts": report.counts,
             "timings": report.timings,
             "failures": report.failures,
-            "notes": [],
+            "notes": report.notes,
             "error": report.error,
             "result": {"episodes": report.episodes[:1000]},
         },
@@ -173,7 +173,7 @@ async def _document_episodes(store: TenantStore, document: RecordID) -> list[Epi
     if not row:
         raise NotFound(f"document {document} is gone")
     await _document_status(store, document, "chunking")
-    saga = f"document:{document.id}"
+    saga = record_key(document)
     description = f"document {row['file_name']}"
     if row["kind"] == "conversation":
         messages = [
@@ -313,14 +313,14 @@ async def episodes_remove(store: TenantStore, episodes: list[RecordID]) -> dict[
 
 async def episode_delete(store: TenantStore, episode: RecordID) -> dict[str, int]:
     if not await store.query_one(queries.RECORD_EXISTS, {"id": episode}):
-        raise NotFound(f"no episode {episode.table_name}:{episode.id}")
+        raise NotFound(f"no episode {record_key(episode)}")
     return await episodes_remove(store, [episode])
 
 
 async def document_delete(store: TenantStore, document: RecordID) -> dict[str, int]:
     """Remove the document, its episodes, and every fact or entity only it supported."""
     if not await store.query_one(queries.RECORD_EXISTS, {"id": document}):
-        raise NotFound(f"no document {document.table_name}:{document.id}")
+        raise NotFound(f"no document {record_key(document)}")
     episodes = await store.query_one(queries.EPISODES_OF_DOCUMENT, {"document": document}) or []
     removed = await episodes_remove(store, list(episodes))
     await store.transaction(queries.DOCUMENT_REMOVE, {"document": document})
@@ -360,7 +360,7 @@ async def document_list(
 async def document_get(store: TenantStore, document: RecordID) -> dict[str, Any]:
     row = await store.query_one(queries.DOCUMENT_GET, {"id": document})
     if not row:
-        raise NotFound(f"no document {document.table_name}:{document.id}")
+        raise NotFound(f"no document {record_key(document)}")
     return dict(row)
 
 
