@@ -227,16 +227,25 @@ WHERE name IN $names;
 
 ENTITY_BY_ID = "SELECT id, name, canonical_name, entity_type, summary, merged_into FROM ONLY $id;"
 
-# Exact cosine scan (HNSW is not isolated per namespace on engine 3.0.2, see schema/0003).
-ENTITY_NEAREST = """
-SELECT id, name, entity_type, summary,
-       vector::similarity::cosine(name_embedding, $vector) AS score
-FROM entity WHERE merged_into = NONE AND name_embedding != NONE
-ORDER BY score DESC LIMIT $limit;
+# Entities created since a moment (all when NONE), with their name vectors, for the
+# in-process copy used by resolution (kgapp/graph/ingest/vectors.py).
+ENTITY_VECTORS_ALL = """
+SELECT id, name, entity_type, summary, name_embedding, merged_into, created_at FROM entity;
 """
 
-FACTS_OF_SOURCES = """
-SELECT * FROM relates_to WHERE in IN $sources AND expired_at = NONE;
+# Only the created_at condition, so that the planner takes that index (3.0.2 picks the
+# merged_into index otherwise and scans every entity). Ids first: vectors are fetched
+# only for entities not yet held.
+ENTITY_IDS_SINCE = "SELECT VALUE id FROM entity WHERE created_at > $since;"
+
+ENTITY_VECTOR = """
+SELECT id, name, entity_type, summary, name_embedding, merged_into, created_at FROM ONLY $id;
+"""
+
+ENTITY_MERGED_INTO = "SELECT VALUE merged_into FROM ONLY $id;"
+
+FACTS_OF_SOURCE = """
+SELECT * OMIT fact_embedding FROM relates_to WHERE in = $source AND expired_at = NONE;
 """
 
 FACTS_BETWEEN = """
@@ -247,43 +256,45 @@ LIMIT $limit;
 
 # --- ingestion: writes (one transaction per episode) ----------------------------------
 
-EPISODE_CREATE = "CREATE $id CONTENT $data;"
+EPISODE_CREATE = "CREATE $id CONTENT $data RETURN NONE;"
 
 SAGA_UPSERT = """
 IF record::exists($saga) {} ELSE { CREATE $saga CONTENT {name: $name} };
-RELATE $saga->has_episode->$episode;
+RELATE $saga->has_episode->$episode RETURN NONE;
 """
 
-EPISODE_FOLLOWS = "RELATE $episode->occurred_after->$previous;"
+EPISODE_FOLLOWS = "RELATE $episode->occurred_after->$previous RETURN NONE;"
 
 ENTITY_WRITE = """
 IF record::exists($id) {
     UPDATE $id SET last_seen_at = time::max([last_seen_at, $seen]),
         first_seen_at = time::min([first_seen_at, $seen]), summary = $summary,
-        name_embedding = name_embedding ?? $row.name_embedding
-} ELSE { CREATE $id CONTENT $row };
+        name_embedding = name_embedding ?? $row.name_embedding RETURN NONE
+} ELSE { CREATE $id CONTENT $row RETURN NONE };
 """
 
 ALIAS_WRITE = """
-IF record::exists($id) {} ELSE { CREATE $id CONTENT {name: $name, entity_type: $type, entity: $entity} };
+IF record::exists($id) {} ELSE { CREATE $id CONTENT {name: $name, entity_type: $type, entity: $entity} RETURN NONE };
 """
 
-MENTION = "RELATE $episode->mentions->$entity;"
+MENTION = "RELATE $episode->mentions->$entity RETURN NONE;"
 
-FACT_CREATE = "INSERT RELATION INTO relates_to $row;"
+FACT_CREATE = "INSERT RELATION INTO relates_to $row RETURN NONE;"
 
 FACT_REPEATED = """
 UPDATE $id SET episodes = array::union(episodes, [$episode]),
-    confidence = math::max([confidence, $confidence]);
+    confidence = math::max([confidence, $confidence]) RETURN NONE;
 """
 
-FACT_RETIRE = "UPDATE $id SET expired_at = $now, superseded_by = $by;"
+FACT_RETIRE = "UPDATE $id SET expired_at = $now, superseded_by = $by RETURN NONE;"
 
-FACT_RELINK = "UPDATE $id SET supersedes = $supersedes;"
+FACT_RELINK = "UPDATE $id SET supersedes = $supersedes RETURN NONE;"
 
 ENTITY_DEGREE = """
-UPDATE entity SET degree = count(SELECT VALUE id FROM relates_to
-    WHERE (in = $parent.id OR out = $parent.id) AND expired_at = NONE) WHERE id IN $ids;
+FOR $entity IN $ids {
+    UPDATE $entity SET degree = count(->relates_to[WHERE expired_at = NONE])
+        + count(<-relates_to[WHERE expired_at = NONE]) RETURN NONE;
+};
 """
 
 JOB_PROGRESS = """
@@ -313,11 +324,12 @@ ONTOLOGY_ALL = (
 ONTOLOGY_REPLACE = "DELETE ontology; INSERT INTO ontology $rows;"
 
 DEDUP_CANDIDATE = """
-CREATE dedup_candidate CONTENT {a: $a, b: $b, score: $score, method: 'embedding'};
+CREATE dedup_candidate CONTENT {a: $a, b: $b, score: $score, method: 'embedding'} RETURN NONE;
 """
 
-# (`FROM $ids` with an array parameter fails on 3.0.2: "Specify a database to use".)
-ENTITY_SUMMARIES = "SELECT id, summary FROM entity WHERE id IN $ids;"
+# One record per statement (batched): `FROM $ids` with an array parameter fails on
+# 3.0.2 ("Specify a database to use"), and `WHERE id IN $ids` scans the table.
+ENTITY_SUMMARY = "SELECT id, summary FROM ONLY $id;"
 
 JOB_CREATE_WITH = """
 CREATE ONLY job CONTENT {
@@ -399,7 +411,7 @@ FACTS_WITHOUT_EMBEDDING = """
 SELECT id, fact FROM relates_to WHERE fact_embedding = NONE AND expired_at = NONE LIMIT $limit;
 """
 
-FACT_EMBEDDING_SET = "UPDATE $id SET fact_embedding = $vector;"
+FACT_EMBEDDING_SET = "UPDATE $id SET fact_embedding = $vector RETURN NONE;"
 
 JOB_REQUEUE = """
 UPDATE ONLY $job SET status = 'queued', error = NONE, updated_at = time::now()

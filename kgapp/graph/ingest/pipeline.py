@@ -71,20 +71,12 @@ async def ingest_episode(ctx: IngestContext, episode: EpisodeInput) -> RecordID 
 async def _resolve_and_persist(ctx: IngestContext, work: EpisodeWork) -> None:
     ctx.now = datetime.now(UTC)
     await resolve_entities(ctx, work)
-    known = await existing_facts(ctx, work)
+    known, summaries = await existing_facts(ctx, work)
     changed, decisions = await decide(ctx, work, llm_candidates(ctx, work, known))
     if changed:
-        known = await existing_facts(ctx, work)
+        known, summaries = await existing_facts(ctx, work)
     resolve_facts(ctx, work, known, decisions)
-    await persist(ctx, work, await _summaries(ctx, work))
-
-
-async def _summaries(ctx: IngestContext, work: EpisodeWork) -> dict[str, str]:
-    existing = [d.record for d in work.entities if d.record is not None and not d.is_new]
-    if not existing:
-        return {}
-    rows = await ctx.store.query_one(queries.ENTITY_SUMMARIES, {"ids": existing}) or []
-    return {str(row["id"]): row.get("summary") or "" for row in rows}
+    await persist(ctx, work, summaries)
 
 
 async def ingest_job(

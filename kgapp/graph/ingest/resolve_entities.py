@@ -18,6 +18,7 @@ from kgapp.graph import queries
 from kgapp.graph.ingest.model import EntityDraft, EpisodeWork, IngestContext
 from kgapp.graph.ingest.normalize import entity_key
 from kgapp.graph.ingest.ontology import GENERIC_ENTITY_TYPE
+from kgapp.graph.ingest.vectors import entity_vectors
 
 MERGE_AT = 0.85
 ASK_FROM = 0.70
@@ -36,9 +37,7 @@ async def resolve_entities(ctx: IngestContext, work: EpisodeWork) -> None:
     if not work.entities:
         return
     with ctx.timings.measure("resolve_entities"):
-        names = [d.canonical for d in work.entities]
-        by_name = await _existing_by_name(ctx, names)
-        aliases = await _aliases(ctx, names)
+        by_name, aliases = await _known_names(ctx, [d.canonical for d in work.entities])
         unresolved = []
         for draft in work.entities:
             match = _exact(draft, by_name.get(draft.canonical, [])) or _alias(draft, aliases)
@@ -56,21 +55,21 @@ async def resolve_entities(ctx: IngestContext, work: EpisodeWork) -> None:
         await _by_embedding(ctx, unresolved)
 
 
-async def _existing_by_name(
+async def _known_names(
     ctx: IngestContext, names: list[str]
-) -> dict[str, list[dict[str, Any]]]:
-    rows = await ctx.store.query_one(queries.ENTITIES_BY_CANONICAL, {"names": names}) or []
-    grouped: dict[str, list[dict[str, Any]]] = {}
-    for row in rows:
-        grouped.setdefault(row["canonical_name"], []).append(row)
-    return grouped
+) -> tuple[dict[str, list[dict[str, Any]]], dict[str, list[dict[str, Any]]]]:
+    """Entities and aliases with these canonical names, in one round trip."""
+    batch = queries.Batch()
+    batch.add(queries.ENTITIES_BY_CANONICAL, names=names)
+    batch.add(queries.ALIASES_BY_NAME, names=names)
+    entities, aliases = await ctx.store.query(batch.sql, batch.params)
+    return _group(entities or [], "canonical_name"), _group(aliases or [], "name")
 
 
-async def _aliases(ctx: IngestContext, names: list[str]) -> dict[str, list[dict[str, Any]]]:
-    rows = await ctx.store.query_one(queries.ALIASES_BY_NAME, {"names": names}) or []
+def _group(rows: list[dict[str, Any]], key: str) -> dict[str, list[dict[str, Any]]]:
     grouped: dict[str, list[dict[str, Any]]] = {}
     for row in rows:
-        grouped.setdefault(row["name"], []).append(row)
+        grouped.setdefault(row[key], []).append(row)
     return grouped
 
 
@@ -96,30 +95,35 @@ def _alias(draft: EntityDraft, aliases: dict[str, list[dict[str, Any]]]) -> Reco
 async def _by_embedding(ctx: IngestContext, drafts: list[EntityDraft]) -> None:
     if not drafts:
         return
-    batch = queries.Batch()
-    for draft in drafts:
-        batch.add(queries.ENTITY_NEAREST, vector=draft.embedding, limit=NEIGHBOURS)
     with ctx.timings.measure("entity_knn"):
-        results = await ctx.store.query(batch.sql, batch.params)
-    for draft, rows in zip(drafts, results, strict=True):
-        draft.record = new_record(draft)
-        candidates = [
-            r
-            for r in rows or []
-            if r["score"] is not None
-            and r["score"] >= ASK_FROM
-            and types_compatible(r["entity_type"], draft.entity_type)
-            and r["id"] != draft.record
-        ]
-        best = candidates[0] if candidates else None
-        if best is not None and best["score"] >= MERGE_AT:
-            draft.record, draft.is_new, draft.alias = best["id"], False, draft.canonical
-            ctx.counts["entities_merged"] += 1
-        elif candidates:
-            draft.candidates = candidates
-            ctx.counts["entities_ambiguous"] += 1
-        else:
-            ctx.counts["entities_new"] += 1
+        vectors = entity_vectors(ctx.store.namespace)
+        await vectors.refresh(ctx.store)
+        for draft in drafts:
+            assert draft.embedding is not None
+            draft.record = new_record(draft)
+            candidates = [
+                row for row in vectors.nearest(draft.embedding, NEIGHBOURS)
+                if row["score"] >= ASK_FROM and row["id"] != draft.record
+                and types_compatible(row["entity_type"], draft.entity_type)
+            ]
+            await _follow_merges(ctx, candidates)
+            best = candidates[0] if candidates else None
+            if best is not None and best["score"] >= MERGE_AT:
+                draft.record, draft.is_new, draft.alias = best["id"], False, draft.canonical
+                ctx.counts["entities_merged"] += 1
+            elif candidates:
+                draft.candidates = candidates
+                ctx.counts["entities_ambiguous"] += 1
+            else:
+                ctx.counts["entities_new"] += 1
+
+
+async def _follow_merges(ctx: IngestContext, candidates: list[dict[str, Any]]) -> None:
+    """A cached candidate may have been merged since: point it at the survivor."""
+    for candidate in candidates:
+        survivor = await ctx.store.query_one(queries.ENTITY_MERGED_INTO, {"id": candidate["id"]})
+        if survivor:
+            candidate["id"] = survivor
 
 
 def apply_entity_decision(

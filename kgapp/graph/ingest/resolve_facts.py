@@ -24,14 +24,25 @@ from kgapp.graph.llm.prompts.resolve import FactDecision
 LLM_CANDIDATES_PER_FACT = 5
 
 
-async def existing_facts(ctx: IngestContext, work: EpisodeWork) -> list[dict[str, Any]]:
+async def existing_facts(
+    ctx: IngestContext, work: EpisodeWork
+) -> tuple[list[dict[str, Any]], dict[str, str]]:
+    """The current facts of the episode's subjects, and the summaries of its entities
+    that already exist, in one round trip."""
+    batch = queries.Batch()
     # RecordID is not hashable: deduplicate by its text.
-    sources = list(
-        {str(f.source.record): f.source.record for f in work.facts if f.source.record}.values()
-    )
-    if not sources:
-        return []
-    return list(await ctx.store.query_one(queries.FACTS_OF_SOURCES, {"sources": sources}) or [])
+    sources = {str(f.source.record): f.source.record for f in work.facts if f.source.record}
+    for source in sources.values():
+        batch.add(queries.FACTS_OF_SOURCE, source=source)
+    known = {str(d.record): d.record for d in work.entities if d.record and not d.is_new}
+    for record in known.values():
+        batch.add(queries.ENTITY_SUMMARY, id=record)
+    if not len(batch):
+        return [], {}
+    results = await ctx.store.query(batch.sql, batch.params)
+    facts = [row for rows in results[: len(sources)] for row in rows or []]
+    summaries = {str(r["id"]): r.get("summary") or "" for r in results[len(sources):] if r}
+    return facts, summaries
 
 
 def holds_at(fact: dict[str, Any], moment: datetime) -> bool:

@@ -1,0 +1,86 @@
+"""Name embeddings of a tenant's entities, held in the worker process.
+
+Resolution compares every new name with every entity. SurrealDB 3.0.2 offers no
+isolated vector index (schema/0003), and an exact scan in the database costs
+milliseconds per name per thousand entities; here it is one matrix product. The copy
+is topped up before each lookup with the entities created since the last one (with an
+overlap, as concurrent writers commit out of order), so it is never staler than the
+last committed episode.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from datetime import datetime, timedelta
+from typing import Any
+
+import numpy as np
+
+from kgapp.graph import queries
+from kgapp.graph.store import TenantStore
+
+# Writers commit out of created_at order (an episode's transaction takes milliseconds);
+# re-read this far back on every top-up.
+OVERLAP = timedelta(seconds=1)
+CACHED_TENANTS = 16
+
+
+class EntityVectors:
+    def __init__(self) -> None:
+        self._rows: dict[str, dict[str, Any]] = {}
+        self._order: list[str] = []
+        self._matrix = np.zeros((0, 0), dtype=np.float32)
+        self._since: datetime | None = None
+        self._skipped: set[str] = set()  # merged, or without a vector: never fetched again
+
+    async def refresh(self, store: TenantStore) -> None:
+        if self._since is None:
+            rows = await store.query_one(queries.ENTITY_VECTORS_ALL) or []
+        else:
+            rows = await self._new_rows(store)
+        added = []
+        for row in rows:
+            if row.get("name_embedding") is None or row.get("merged_into") is not None:
+                self._skipped.add(str(row["id"]))
+                continue
+            key = str(row["id"])
+            if key not in self._rows:
+                added.append(row)
+            self._rows[key] = row
+            self._since = max(self._since or row["created_at"], row["created_at"])
+        if added:
+            vectors = np.asarray([row.pop("name_embedding") for row in added], dtype=np.float32)
+            self._matrix = vectors if not len(self._matrix) else np.vstack([self._matrix, vectors])
+            self._order.extend(str(row["id"]) for row in added)
+
+    async def _new_rows(self, store: TenantStore) -> list[dict[str, Any]]:
+        assert self._since is not None
+        ids = await store.query_one(queries.ENTITY_IDS_SINCE, {"since": self._since - OVERLAP}) or []
+        batch = queries.Batch()
+        for record in ids:
+            if str(record) not in self._rows and str(record) not in self._skipped:
+                batch.add(queries.ENTITY_VECTOR, id=record)
+        if not len(batch):
+            return []
+        return [row for row in await store.query(batch.sql, batch.params) if row]
+
+    def nearest(self, vector: list[float], limit: int) -> list[dict[str, Any]]:
+        """The closest entities by cosine (vectors are unit-normalised), best first."""
+        if not len(self._matrix):
+            return []
+        scores = self._matrix @ np.asarray(vector, dtype=np.float32)
+        best = np.argsort(-scores)[:limit]
+        return [{**self._rows[self._order[i]], "score": float(scores[i])} for i in best]
+
+
+_tenants: OrderedDict[str, EntityVectors] = OrderedDict()
+
+
+def entity_vectors(namespace: str | None) -> EntityVectors:
+    """This process's copy for one namespace (a few tenants kept, least recent dropped)."""
+    key = namespace or ""
+    vectors = _tenants.pop(key, None) or EntityVectors()
+    _tenants[key] = vectors
+    while len(_tenants) > CACHED_TENANTS:
+        _tenants.popitem(last=False)
+    return vectors
