@@ -290,12 +290,9 @@ FACT_RETIRE = "UPDATE $id SET expired_at = $now, superseded_by = $by RETURN NONE
 
 FACT_RELINK = "UPDATE $id SET supersedes = $supersedes RETURN NONE;"
 
-ENTITY_DEGREE = """
-FOR $entity IN $ids {
-    UPDATE $entity SET degree = count(->relates_to[WHERE expired_at = NONE])
-        + count(<-relates_to[WHERE expired_at = NONE]) RETURN NONE;
-};
-"""
+# Degree counts current facts; it changes only when a fact is added (a superseded
+# fact's revision replaces it one for one), so it is kept incrementally.
+ENTITY_DEGREE = "UPDATE $id SET degree += $delta RETURN NONE;"
 
 JOB_PROGRESS = """
 UPDATE ONLY $job SET progress = $progress, total = $total, counts = $counts,
@@ -385,6 +382,7 @@ LET $orphans = (SELECT VALUE id FROM relates_to
     WHERE episodes ANYINSIDE $gone AND array::len(array::complement(episodes, $gone)) = 0);
 LET $revisions = (SELECT VALUE id FROM relates_to WHERE superseded_by IN $orphans AND revision_of != NONE);
 LET $restored = (SELECT VALUE revision_of FROM relates_to WHERE id IN $revisions);
+LET $ends = array::distinct(array::flatten((SELECT VALUE [in, out] FROM relates_to WHERE id IN $orphans)));
 UPDATE relates_to SET expired_at = NONE, superseded_by = NONE WHERE id IN $restored;
 DELETE relates_to WHERE id IN $revisions OR id IN $orphans;
 UPDATE relates_to SET superseded_by = NONE WHERE superseded_by IN $orphans;
@@ -401,8 +399,21 @@ LET $lonely = (SELECT VALUE id FROM entity WHERE id IN $mentioned
 DELETE alias WHERE entity IN $lonely;
 DELETE dedup_candidate WHERE a IN $lonely OR b IN $lonely;
 DELETE entity WHERE id IN $lonely;
-RETURN {facts_deleted: array::len($orphans), facts_restored: array::len($restored),
+RETURN {endpoints: $ends, facts_deleted: array::len($orphans), facts_restored: array::len($restored),
         entities_deleted: array::len($lonely), episodes_deleted: array::len($gone)};
+"""
+
+# Separately from EPISODES_REMOVE: inside that transaction, 3.0.2's index scans do not
+# yet see the transaction's own updates of relates_to, and the counts come out low.
+ENTITY_DEGREE_RECOUNT = """
+FOR $endpoint IN $ids {
+    IF record::exists($endpoint) {
+        UPDATE $endpoint SET degree =
+            count(SELECT VALUE id FROM relates_to WHERE in = $endpoint AND expired_at = NONE)
+            + count(SELECT VALUE id FROM relates_to WHERE out = $endpoint AND expired_at = NONE)
+            RETURN NONE;
+    };
+};
 """
 
 DOCUMENT_REMOVE = "DELETE job WHERE document = $document; DELETE $document;"

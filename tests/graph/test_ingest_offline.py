@@ -54,6 +54,8 @@ async def test_graphiti_scenario(graph) -> None:
     ]
     acme, beta = current
     assert acme["superseded_by"] == beta["id"] and beta["supersedes"] == acme["id"]
+    degrees = await graph.query_one("SELECT name, degree FROM entity ORDER BY name")
+    assert [(d["name"], d["degree"]) for d in degrees] == [("Acme Corp", 1), ("Alice", 2), ("Beta Inc", 1)]
     # The belief held before the second episode is kept, retired in system time.
     everything = await facts(graph, current_only=False)
     assert len(everything) == 3

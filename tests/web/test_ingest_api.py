@@ -8,6 +8,7 @@ import json
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
+from tenants.graph import tenant_graph
 from tenants.models import Role
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -92,6 +93,8 @@ def test_documents_upload_list_and_delete(editor, eager) -> None:
     assert removed.json()["episodes_deleted"] == 1 and removed.json()["facts_deleted"] == 1
     detail = client.get(f"{base}/").json()["counts"]
     assert detail["documents"] == 0 and detail["facts"] == 1 and detail["entities"] == 2
+    degrees = tenant_graph(tenant).query("SELECT name, degree FROM entity ORDER BY name")[0]
+    assert degrees == [{"name": "Carol", "degree": 1}, {"name": "Initech", "degree": 1}]
     assert client.get(f"{base}/documents/{document_id}").status_code == 404
 
 

@@ -55,10 +55,13 @@ async def persist(ctx: IngestContext, work: EpisodeWork, summaries: dict[str, st
     if work.previous is not None:
         batch.add(queries.EPISODE_FOLLOWS, episode=work.record, previous=work.previous)
     touched = _entities(ctx, batch, work, summaries)
+    degree: dict[str, int] = {}
     for draft in work.facts:
-        _fact(ctx, batch, work, draft)
-    if touched:
-        batch.add(queries.ENTITY_DEGREE, ids=list(touched.values()))
+        if _fact(ctx, batch, work, draft):
+            for end in (draft.source.record, draft.target.record):
+                degree[str(end)] = degree.get(str(end), 0) + 1
+    for key, delta in degree.items():
+        batch.add(queries.ENTITY_DEGREE, id=touched[key], delta=delta)
     with ctx.timings.measure("persist"):
         await ctx.store.transaction(batch.sql, batch.params)
     ctx.counts["episodes"] += 1
@@ -130,7 +133,8 @@ def _entity_row(draft: EntityDraft, summary: str, seen_at: Any) -> dict[str, Any
     }
 
 
-def _fact(ctx: IngestContext, batch: queries.Batch, work: EpisodeWork, draft: FactDraft) -> None:
+def _fact(ctx: IngestContext, batch: queries.Batch, work: EpisodeWork, draft: FactDraft) -> bool:
+    """Add the statements for one fact; True when it is a new current fact."""
     if draft.duplicate_of is not None:
         batch.add(
             queries.FACT_REPEATED,
@@ -138,7 +142,7 @@ def _fact(ctx: IngestContext, batch: queries.Batch, work: EpisodeWork, draft: Fa
             episode=work.record,
             confidence=draft.confidence,
         )
-        return
+        return False
     draft.record = fact_record()
     supersedes = None
     for old in draft.contradicts:
@@ -165,6 +169,7 @@ def _fact(ctx: IngestContext, batch: queries.Batch, work: EpisodeWork, draft: Fa
     batch.add(queries.FACT_CREATE, row=row)
     if draft.closed_by is not None:
         batch.add(queries.FACT_RELINK, id=draft.closed_by["id"], supersedes=draft.record)
+    return True
 
 
 def _revision(

@@ -308,7 +308,9 @@ async def episodes_remove(store: TenantStore, episodes: list[RecordID]) -> dict[
             "episodes_deleted": 0,
         }
     results = await store.transaction(queries.EPISODES_REMOVE, {"episodes": episodes})
-    return next(dict(r) for r in reversed(results) if isinstance(r, dict))
+    removed = next(dict(r) for r in reversed(results) if isinstance(r, dict))
+    await store.query(queries.ENTITY_DEGREE_RECOUNT, {"ids": removed.pop("endpoints")})
+    return removed
 
 
 async def episode_delete(store: TenantStore, episode: RecordID) -> dict[str, int]:
