@@ -244,14 +244,10 @@ SELECT id, name, entity_type, summary, name_embedding, merged_into, created_at F
 
 ENTITY_MERGED_INTO = "SELECT VALUE merged_into FROM ONLY $id;"
 
+# WITH INDEX: left alone, 3.0.2's planner scans the expired_at index (every current fact).
 FACTS_OF_SOURCE = """
-SELECT * OMIT fact_embedding FROM relates_to WHERE in = $source AND expired_at = NONE;
-"""
-
-FACTS_BETWEEN = """
-SELECT * FROM relates_to
-WHERE ((in IN $entities) OR (out IN $entities)) AND expired_at = NONE
-LIMIT $limit;
+SELECT * OMIT fact_embedding FROM relates_to WITH INDEX relates_to_in_relation
+WHERE in = $source AND expired_at = NONE;
 """
 
 # --- ingestion: writes (one transaction per episode) ----------------------------------
@@ -265,13 +261,17 @@ RELATE $saga->has_episode->$episode RETURN NONE;
 
 EPISODE_FOLLOWS = "RELATE $episode->occurred_after->$previous RETURN NONE;"
 
-ENTITY_WRITE = """
-IF record::exists($id) {
-    UPDATE $id SET last_seen_at = time::max([last_seen_at, $seen]),
-        first_seen_at = time::min([first_seen_at, $seen]), summary = $summary,
-        name_embedding = name_embedding ?? $row.name_embedding RETURN NONE
-} ELSE { CREATE $id CONTENT $row RETURN NONE };
+# A new entity is created outright: if a concurrent writer created the same key first,
+# the transaction fails with "already exists" and the episode is resolved again.
+ENTITY_CREATE = "CREATE $id CONTENT $row RETURN NONE;"
+
+ENTITY_SEEN = """
+UPDATE $id SET last_seen_at = time::max([last_seen_at, $seen]),
+    first_seen_at = time::min([first_seen_at, $seen]),
+    name_embedding = name_embedding ?? $embedding RETURN NONE;
 """
+
+ENTITY_SUMMARY_SET = "UPDATE $id SET summary = $summary RETURN NONE;"
 
 ALIAS_WRITE = """
 IF record::exists($id) {} ELSE { CREATE $id CONTENT {name: $name, entity_type: $type, entity: $entity} RETURN NONE };
@@ -409,8 +409,10 @@ ENTITY_DEGREE_RECOUNT = """
 FOR $endpoint IN $ids {
     IF record::exists($endpoint) {
         UPDATE $endpoint SET degree =
-            count(SELECT VALUE id FROM relates_to WHERE in = $endpoint AND expired_at = NONE)
-            + count(SELECT VALUE id FROM relates_to WHERE out = $endpoint AND expired_at = NONE)
+            count(SELECT VALUE id FROM relates_to WITH INDEX relates_to_in_relation
+                WHERE in = $endpoint AND expired_at = NONE)
+            + count(SELECT VALUE id FROM relates_to WITH INDEX relates_to_out_relation
+                WHERE out = $endpoint AND expired_at = NONE)
             RETURN NONE;
     };
 };

@@ -59,6 +59,10 @@ async def test_graphiti_scenario(graph) -> None:
     # The belief held before the second episode is kept, retired in system time.
     everything = await facts(graph, current_only=False)
     assert len(everything) == 3
+    # Every current fact got its vector in the indexing phase, with the model's dimension.
+    dims = await graph.query_one(
+        "SELECT VALUE array::len(fact_embedding ?? []) FROM relates_to WHERE expired_at = NONE")
+    assert dims == [384, 384]
 
 
 async def test_out_of_order_gives_the_same_final_facts(graph) -> None:

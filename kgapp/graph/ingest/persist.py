@@ -94,14 +94,15 @@ def _entities(
         if key in touched:
             continue
         touched[key] = draft.record
-        summary = merge_summary(summaries.get(key, ""), draft.summary)
-        batch.add(
-            queries.ENTITY_WRITE,
-            id=draft.record,
-            seen=seen_at,
-            summary=summary,
-            row=_entity_row(draft, summary, seen_at),
-        )
+        if draft.is_new:
+            row = _entity_row(draft, draft.summary, seen_at)
+            batch.add(queries.ENTITY_CREATE, id=draft.record, row=row)
+        else:
+            old = summaries.get(key, "")
+            batch.add(queries.ENTITY_SEEN, id=draft.record, seen=seen_at, embedding=draft.embedding)
+            summary = merge_summary(old, draft.summary)
+            if summary != old:  # every change re-indexes the summary's full-text index
+                batch.add(queries.ENTITY_SUMMARY_SET, id=draft.record, summary=summary)
         batch.add(queries.MENTION, episode=work.record, entity=draft.record)
         if draft.alias:
             batch.add(

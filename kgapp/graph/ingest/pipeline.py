@@ -134,8 +134,9 @@ async def index_facts(ctx: IngestContext, batch_size: int = 64) -> None:
     """Embed the facts written without a vector, in batches (the indexing phase): one
     batch of 64 costs far less than 64 single calls, and nothing during resolution needs
     fact vectors."""
+    conflicts = 0
     with ctx.timings.measure("index"):
-        while True:
+        while conflicts < PERSIST_ATTEMPTS:
             rows = await ctx.store.query_one(queries.FACTS_WITHOUT_EMBEDDING, {"limit": batch_size})
             if not rows:
                 return
@@ -143,7 +144,13 @@ async def index_facts(ctx: IngestContext, batch_size: int = 64) -> None:
             batch = queries.Batch()
             for row, vector in zip(rows, vectors, strict=True):
                 batch.add(queries.FACT_EMBEDDING_SET, id=row["id"], vector=vector)
-            await ctx.store.query(batch.sql, batch.params)
+            try:
+                await ctx.store.query(batch.sql, batch.params)
+            except UniqueViolation:
+                # Another worker is indexing the same facts; whatever is left when
+                # both stop is picked up by the next job.
+                conflicts += 1
+                continue
             ctx.counts["facts_indexed"] += len(rows)
 
 
