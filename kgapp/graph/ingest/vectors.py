@@ -55,7 +55,8 @@ class EntityVectors:
 
     async def _new_rows(self, store: TenantStore) -> list[dict[str, Any]]:
         assert self._since is not None
-        ids = await store.query_one(queries.ENTITY_IDS_SINCE, {"since": self._since - OVERLAP}) or []
+        since = self._since - OVERLAP
+        ids = await store.query_one(queries.ENTITY_IDS_SINCE, {"since": since}) or []
         batch = queries.Batch()
         for record in ids:
             if str(record) not in self._rows and str(record) not in self._skipped:
