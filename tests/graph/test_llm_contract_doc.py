@@ -1,0 +1,19 @@
+"""docs/llm-contract.md shows the schemas the code actually sends."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from kgapp.graph.llm.client import strict_json_schema
+from kgapp.graph.llm.prompts.extract import Extraction
+from kgapp.graph.llm.prompts.resolve import Resolution
+
+DOC = Path(__file__).resolve().parents[2] / "docs" / "llm-contract.md"
+
+
+def test_documented_schemas_match_the_code() -> None:
+    text = DOC.read_text()
+    for task, model in (("extract_graph", Extraction), ("resolve_graph", Resolution)):
+        assert f"## Task `{task}`" in text
+        assert json.dumps(strict_json_schema(model), indent=2, sort_keys=True) in text, task
