@@ -231,3 +231,16 @@ async def test_failures_are_recorded_on_the_job(graph, llm) -> None:
                            embedder=local_embedder(), llm=client(llm))
     assert row["status"] == "failed"
     assert row["failures"] == [{"index": 0, "reason": "LLMRefused: no"}]
+
+
+async def test_a_conflict_retry_counts_the_episode_once(graph, llm) -> None:
+    # Both jobs create "Alice" at once; the loser resolves again from the same answer.
+    reports = await asyncio.gather(run(graph, [ACME], client(llm)), run(graph, [BETA], client(llm)))
+    names, facts = await graph_state(graph)
+    assert names == ["Acme Corp", "Alice", "Beta Inc"]
+    assert [(f["target"], f["invalid_at"]) for f in facts] == [
+        ("Acme Corp", "2024-02-01T00:00:00Z"), ("Beta Inc", None)]
+    for report in reports:
+        assert report.counts["episodes"] == 1
+        assert report.counts["entities_extracted"] == 2 and report.counts["facts_created"] == 1
+    assert len(llm.chat_requests("extract_graph")) == 2

@@ -53,6 +53,8 @@ async def extract(ctx: IngestContext, work: EpisodeWork) -> None:
             )
     work.extraction = extraction
     drafts_from(ctx, work, extraction)
+    ctx.counts["entities_extracted"] += len(work.entities)
+    ctx.counts["facts_extracted"] += len(work.facts)
 
 
 def drafts_from(ctx: IngestContext, work: EpisodeWork, extraction: Extraction) -> None:
@@ -96,8 +98,6 @@ def drafts_from(ctx: IngestContext, work: EpisodeWork, extraction: Extraction) -
             )
         )
     work.entities = list(by_name.values())
-    ctx.counts["entities_extracted"] += len(work.entities)
-    ctx.counts["facts_extracted"] += len(work.facts)
 
 
 def _endpoint(ctx: IngestContext, by_name: dict[str, EntityDraft], name: str) -> EntityDraft | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -50,6 +51,8 @@ async def ingest_episode(ctx: IngestContext, episode: EpisodeInput) -> RecordID 
     if work is None:
         return None
     await extract(ctx, work)
+    # Counts of a failed attempt must not add up with the retry's.
+    baseline = Counter(ctx.counts)
     for attempt in range(PERSIST_ATTEMPTS):
         try:
             await _resolve_and_persist(ctx, work)
@@ -59,7 +62,7 @@ async def ingest_episode(ctx: IngestContext, episode: EpisodeInput) -> RecordID 
             # resolution from the same extraction (no second LLM call for it).
             if attempt == PERSIST_ATTEMPTS - 1:
                 raise
-            ctx.counts["persist_retries"] += 1
+            ctx.counts = baseline + Counter(persist_retries=attempt + 1)
             if await ctx.store.query_one(queries.RECORD_EXISTS, {"id": work.record}):
                 ctx.counts["episodes_skipped"] += 1
                 return None
