@@ -63,18 +63,21 @@ def _on_setting_changed(setting: str, **kwargs: object) -> None:
 setting_changed.connect(_on_setting_changed)
 
 
-def llm_client(store: TenantStore) -> LLMClient | None:
-    """The tenant's LLM client (cache in its namespace), or None: offline extraction."""
-    if not (settings.OPENAI_BASE_URL or settings.OPENAI_API_KEY):
-        return None
-    config = LLMConfig(
+def llm_config() -> LLMConfig:
+    return LLMConfig(
         base_url=settings.OPENAI_BASE_URL,
         api_key=settings.OPENAI_API_KEY,
         model=settings.OPENAI_MODEL,
         timeout=settings.LLM_TIMEOUT,
         max_retries=settings.LLM_MAX_RETRIES,
     )
-    return LLMClient(config, cache=SurrealCache(store))
+
+
+def llm_client(store: TenantStore) -> LLMClient | None:
+    """The tenant's LLM client (cache in its namespace), or None: offline extraction."""
+    if not (settings.OPENAI_BASE_URL or settings.OPENAI_API_KEY):
+        return None
+    return LLMClient(llm_config(), cache=SurrealCache(store))
 
 
 def embedder() -> Embedder:
@@ -84,14 +87,7 @@ def embedder() -> Embedder:
 
 
 def _openai_embedder() -> Embedder:
-    config = LLMConfig(
-        base_url=settings.OPENAI_BASE_URL,
-        api_key=settings.OPENAI_API_KEY,
-        model=settings.OPENAI_MODEL,
-        timeout=settings.LLM_TIMEOUT,
-        max_retries=settings.LLM_MAX_RETRIES,
-    )
-    client = LLMClient(config)
+    client = LLMClient(llm_config())
     runtime = graph_runtime()
 
     def embed_batch(texts: list[str]) -> list[list[float]]:
