@@ -29,6 +29,10 @@ class UniqueViolation(QueryFailed):
     concurrent writer: the writer should re-read and retry."""
 
 
+class NotFound(GraphError):
+    """The record asked for does not exist in this tenant's graph."""
+
+
 class InvalidRecordId(GraphError, ValueError):
     """A record id given from outside does not name an allowed table and a plain key."""
 

@@ -9,13 +9,13 @@ from typing import Any
 from surrealdb.data.types.record_id import RecordID
 
 from kgapp.graph import queries
-from kgapp.graph.errors import GraphError, GraphUnavailable
+from kgapp.graph.errors import GraphUnavailable, NotFound
 from kgapp.graph.store import TenantStore
 
 JOB_STATUSES = ("queued", "running", "completed", "failed", "paused", "cancelled")
 
 
-class JobNotFound(GraphError):
+class JobNotFound(NotFound):
     pass
 
 

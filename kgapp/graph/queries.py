@@ -430,3 +430,84 @@ JOB_REQUEUE = """
 UPDATE ONLY $job SET status = 'queued', error = NONE, updated_at = time::now()
 WHERE status IN ['failed', 'paused'] AND string::starts_with(kind, 'ingest');
 """
+
+
+# --- retrieval -------------------------------------------------------------------------
+
+# Bi-temporal visibility (DESIGN.md): valid at $as_of, as known at $known_at.
+_VISIBLE = """valid_at <= $as_of AND (invalid_at = NONE OR invalid_at > $as_of)
+    AND created_at <= $known_at AND (expired_at = NONE OR expired_at > $known_at)"""
+
+_FACT_FIELDS = """id, in AS source, out AS target, in.name AS source_name, out.name AS target_name,
+    relation, edge_type, fact, episodes, confidence, valid_at, invalid_at, created_at,
+    expired_at, supersedes, superseded_by, revision_of, retrieval_count"""
+
+FACTS_BM25 = f"""
+SELECT {_FACT_FIELDS}, search::score(1) AS score FROM relates_to
+WHERE fact @1,OR@ $query AND {_VISIBLE}
+ORDER BY score DESC LIMIT $limit;
+"""
+
+FACTS_COSINE = f"""
+SELECT {_FACT_FIELDS}, vector::similarity::cosine(fact_embedding, $vector) AS score
+FROM relates_to WHERE fact_embedding != NONE AND {_VISIBLE}
+ORDER BY score DESC LIMIT $limit;
+"""
+
+FACTS_OF_ENTITY = f"""
+SELECT {_FACT_FIELDS} FROM relates_to WITH INDEX relates_to_in_relation
+WHERE in = $entity AND {_VISIBLE};
+SELECT {_FACT_FIELDS} FROM relates_to WITH INDEX relates_to_out_relation
+WHERE out = $entity AND {_VISIBLE};
+"""
+
+FACT_BY_ID = f"SELECT {_FACT_FIELDS} FROM ONLY $id;"
+
+# Facts within `depth` hops of the seed entities (breadth-first over visible facts).
+FACTS_NEAR = f"""
+SELECT {_FACT_FIELDS} FROM relates_to WITH INDEX relates_to_in_relation
+WHERE in IN $entities AND {_VISIBLE} LIMIT $limit;
+SELECT {_FACT_FIELDS} FROM relates_to WITH INDEX relates_to_out_relation
+WHERE out IN $entities AND {_VISIBLE} LIMIT $limit;
+"""
+
+ENTITIES_BM25 = """
+SELECT id, name, entity_type, summary, degree,
+    (search::score(1) ?? 0) + (search::score(2) ?? 0) AS score
+FROM entity WHERE (name @1,OR@ $query OR summary @2,OR@ $query) AND merged_into = NONE
+ORDER BY score DESC LIMIT $limit;
+"""
+
+# A range on canonical_name, so the index serves the prefix.
+ENTITIES_PREFIX = """
+SELECT id, name, entity_type, summary, degree, merged_into FROM entity
+WITH INDEX entity_canonical_name
+WHERE canonical_name >= $prefix AND canonical_name < $prefix_end
+LIMIT $limit;
+"""
+
+FACT_VECTOR = "SELECT VALUE fact_embedding FROM ONLY $id;"
+
+ENTITY_VECTOR_ONLY = "SELECT VALUE name_embedding FROM ONLY $id;"
+
+ENTITY_GET = """
+SELECT id, name, canonical_name, entity_type, summary, labels, attributes, first_seen_at,
+    last_seen_at, degree, merged_into, created_at,
+    (SELECT VALUE name FROM alias WHERE entity = $parent.id) AS aliases
+FROM ONLY $id;
+"""
+
+EPISODES_BM25 = """
+SELECT id, name, content, source, source_description, valid_at, created_at, saga, document,
+    search::score(1) AS score
+FROM episode WHERE content @1,OR@ $query ORDER BY score DESC LIMIT $limit;
+"""
+
+ENTITY_MENTION_COUNT = "SELECT VALUE count(<-mentions) FROM ONLY $id;"
+
+FACT_CHAIN_LINKS = """
+SELECT id, supersedes, superseded_by, revision_of, episodes, fact, valid_at, invalid_at,
+    created_at, expired_at FROM ONLY $id;
+"""
+
+FACT_REVISIONS = "SELECT VALUE id FROM relates_to WHERE revision_of = $id;"

@@ -9,12 +9,10 @@ from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
 from ninja import NinjaAPI
 
-from kgapp.graph.errors import GraphError, GraphUnavailable, InvalidRecordId
-from kgapp.graph.ingest.service import NotFound
-from kgapp.graph.jobs import JobNotFound
+from kgapp.graph.errors import GraphError, GraphUnavailable, InvalidRecordId, NotFound
 from kgapp.web.auth import API_AUTH
 from kgapp.web.enqueue import QueueUnavailable
-from kgapp.web.routers import health, ingest, tenant, tenants, tokens
+from kgapp.web.routers import health, ingest, search, tenant, tenants, tokens
 from tenants.errors import TenantAccessError
 
 logger = logging.getLogger(__name__)
@@ -33,6 +31,7 @@ api.add_router("/v1/", tokens.router)
 api.add_router("/v1/", tenants.router)
 api.add_router("/v1/", tenant.router)
 api.add_router("/v1/", ingest.router)
+api.add_router("/v1/", search.router)
 
 
 def _error(request: HttpRequest, status: int, detail: str) -> HttpResponse:
@@ -66,7 +65,6 @@ def _bad_id(request: HttpRequest, error: InvalidRecordId) -> HttpResponse:
     return _error(request, 422, str(error))
 
 
-@api.exception_handler(JobNotFound)
 @api.exception_handler(NotFound)
 def _not_found(request: HttpRequest, error: GraphError) -> HttpResponse:
     return _error(request, 404, str(error))

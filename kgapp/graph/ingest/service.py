@@ -12,7 +12,7 @@ from surrealdb.data.types.record_id import RecordID
 
 from kgapp.graph import jobs, queries
 from kgapp.graph.embeddings import Embedder
-from kgapp.graph.errors import GraphError
+from kgapp.graph.errors import GraphError, NotFound
 from kgapp.graph.ingest.chunking import chunk_text, group_messages
 from kgapp.graph.ingest.documents import Message, ParsedDocument, format_messages
 from kgapp.graph.ingest.extract import drafts_from, parse_when
@@ -28,10 +28,6 @@ from kgapp.graph.store import TenantStore
 
 CHUNK_TOKENS = 800
 CHUNK_OVERLAP = 100
-
-
-class NotFound(GraphError):
-    pass
 
 
 # --- submitting --------------------------------------------------------------------------

@@ -1,0 +1,1 @@
+"""Retrieval: hybrid search over facts, entities and episodes, as of any moment."""

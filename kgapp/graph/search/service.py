@@ -1,0 +1,346 @@
+"""Hybrid search and point-in-time reads over one tenant's graph.
+
+Every fact read goes through the bi-temporal filter: valid at `as_of`, as known at
+`known_at`; both default to now, which is "current only" (valid now and not retired).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from surrealdb.data.types.record_id import RecordID
+
+from kgapp.graph import queries
+from kgapp.graph.embeddings import Embedder
+from kgapp.graph.errors import NotFound
+from kgapp.graph.ingest.normalize import canonical_name
+from kgapp.graph.ingest.vectors import entity_vectors
+from kgapp.graph.records import record_key
+from kgapp.graph.search import rerank
+from kgapp.graph.store import TenantStore
+
+Scope = Literal["facts", "entities", "episodes"]
+Method = Literal["bm25", "cosine", "bfs"]
+Reranker = Literal["rrf", "mmr", "node_distance", "episode_mentions"]
+HISTORY_HOPS = 64
+
+
+@dataclass(frozen=True)
+class Moment:
+    """A point in valid time (`as_of`) and system time (`known_at`)."""
+
+    as_of: datetime
+    known_at: datetime
+
+    @classmethod
+    def of(cls, as_of: datetime | None = None, known_at: datetime | None = None) -> Moment:
+        now = datetime.now(UTC)
+        return cls(as_of=as_of or now, known_at=known_at or now)
+
+    def params(self) -> dict[str, Any]:
+        return {"as_of": self.as_of, "known_at": self.known_at}
+
+
+@dataclass(frozen=True)
+class SearchRequest:
+    query: str
+    scopes: tuple[Scope, ...] = ("facts", "entities")
+    methods: tuple[Method, ...] = ("bm25", "cosine")
+    reranker: Reranker = "rrf"
+    moment: Moment = field(default_factory=Moment.of)
+    center_entity: RecordID | None = None
+    limit: int = 10
+    min_score: float = 0.0
+    mmr_lambda: float = 0.5
+    bfs_depth: int = 2
+
+
+@dataclass
+class Hit:
+    id: str
+    score: float
+    found_by: list[str]
+    record: dict[str, Any]
+
+
+@dataclass
+class SearchResults:
+    facts: list[Hit] = field(default_factory=list)
+    entities: list[Hit] = field(default_factory=list)
+    episodes: list[Hit] = field(default_factory=list)
+
+
+async def search(store: TenantStore, request: SearchRequest, embedder: Embedder) -> SearchResults:
+    vector = None
+    if "cosine" in request.methods or request.reranker == "mmr":
+        vector = (await asyncio.to_thread(embedder.embed, [request.query]))[0]
+    results = SearchResults()
+    if "facts" in request.scopes:
+        results.facts = await _facts(store, request, vector)
+    if "entities" in request.scopes:
+        results.entities = await _entities(store, request, vector)
+    if "episodes" in request.scopes:
+        results.episodes = await _episodes(store, request)
+    return results
+
+
+async def _facts(
+    store: TenantStore, request: SearchRequest, vector: list[float] | None
+) -> list[Hit]:
+    pool = request.limit * 4
+    found: dict[str, list[dict[str, Any]]] = {}
+    params = {**request.moment.params(), "limit": pool}
+    if "bm25" in request.methods:
+        found["bm25"] = (
+            await store.query_one(queries.FACTS_BM25, {**params, "query": request.query}) or []
+        )
+    if "cosine" in request.methods and vector is not None:
+        found["cosine"] = (
+            await store.query_one(queries.FACTS_COSINE, {**params, "vector": vector}) or []
+        )
+    if "bfs" in request.methods and request.center_entity is not None:
+        found["bfs"] = await facts_near(
+            store, [request.center_entity], request.moment, depth=request.bfs_depth, limit=pool
+        )
+    return await _rank(store, request, found, vector, kind="facts")
+
+
+async def _entities(
+    store: TenantStore, request: SearchRequest, vector: list[float] | None
+) -> list[Hit]:
+    pool = request.limit * 4
+    found: dict[str, list[dict[str, Any]]] = {}
+    if "bm25" in request.methods:
+        found["bm25"] = (
+            await store.query_one(queries.ENTITIES_BM25, {"query": request.query, "limit": pool})
+            or []
+        )
+    if "cosine" in request.methods and vector is not None:
+        vectors = entity_vectors(store.namespace)
+        await vectors.refresh(store)
+        found["cosine"] = vectors.nearest(vector, pool)
+    if "bfs" in request.methods and request.center_entity is not None:
+        facts = await facts_near(
+            store, [request.center_entity], request.moment, depth=request.bfs_depth, limit=pool
+        )
+        ends: dict[str, dict[str, Any]] = {}
+        for fact in facts:
+            for end, name in (
+                (fact["source"], fact["source_name"]),
+                (fact["target"], fact["target_name"]),
+            ):
+                ends.setdefault(record_key(end), {"id": end, "name": name})
+        found["bfs"] = list(ends.values())
+    return await _rank(store, request, found, vector, kind="entities")
+
+
+async def _episodes(store: TenantStore, request: SearchRequest) -> list[Hit]:
+    rows = (
+        await store.query_one(
+            queries.EPISODES_BM25, {"query": request.query, "limit": request.limit}
+        )
+        or []
+    )
+    return [Hit(record_key(r["id"]), float(r.get("score") or 0), ["bm25"], r) for r in rows]
+
+
+async def _rank(
+    store: TenantStore,
+    request: SearchRequest,
+    found: dict[str, list[dict[str, Any]]],
+    vector: list[float] | None,
+    *,
+    kind: str,
+) -> list[Hit]:
+    records: dict[str, dict[str, Any]] = {}
+    methods: dict[str, list[str]] = {}
+    for method, rows in found.items():
+        for row in rows:
+            key = record_key(row["id"])
+            records.setdefault(key, row)
+            methods.setdefault(key, []).append(method)
+    fused = rerank.rrf([[record_key(r["id"]) for r in rows] for rows in found.values()])
+    order = [key for key, _ in fused]
+    if request.reranker == "mmr" and vector is not None:
+        ranked = rerank.mmr(
+            vector,
+            await _vectors(store, kind, order),
+            lambda_=request.mmr_lambda,
+            limit=request.limit,
+        )
+    elif request.reranker == "node_distance" and request.center_entity is not None:
+        distance = await entity_distances(store, request.center_entity, request.moment, depth=3)
+        ranked = rerank.by_distance(order, _distance_of(kind, records, distance), order)
+    elif request.reranker == "episode_mentions":
+        ranked = rerank.by_count(order, await _mentions(store, kind, records), order)
+    else:
+        ranked = fused
+    hits = [
+        Hit(key, score, methods[key], records[key])
+        for key, score in ranked
+        if key in records and score >= request.min_score
+    ]
+    return hits[: request.limit]
+
+
+async def _vectors(store: TenantStore, kind: str, keys: Sequence[str]) -> dict[str, list[float]]:
+    batch = queries.Batch()
+    statement = queries.FACT_VECTOR if kind == "facts" else queries.ENTITY_VECTOR_ONLY
+    for key in keys:
+        table, _, ident = key.partition(":")
+        batch.add(statement, id=RecordID(table, ident))
+    if not len(batch):
+        return {}
+    rows = await store.query(batch.sql, batch.params)
+    return {key: row for key, row in zip(keys, rows, strict=True) if row}
+
+
+def _distance_of(
+    kind: str, records: dict[str, dict[str, Any]], distance: dict[str, int]
+) -> dict[str, int]:
+    if kind == "entities":
+        return {k: distance[k] for k in records if k in distance}
+    result = {}
+    for key, fact in records.items():
+        ends = [distance.get(record_key(fact["source"])), distance.get(record_key(fact["target"]))]
+        known = [d for d in ends if d is not None]
+        if known:
+            result[key] = min(known)
+    return result
+
+
+async def _mentions(
+    store: TenantStore, kind: str, records: dict[str, dict[str, Any]]
+) -> dict[str, int]:
+    if kind == "facts":
+        return {k: len(r.get("episodes") or []) for k, r in records.items()}
+    batch = queries.Batch()
+    keys = list(records)
+    for key in keys:
+        batch.add(queries.ENTITY_MENTION_COUNT, id=records[key]["id"])
+    counts = await store.query(batch.sql, batch.params) if keys else []
+    return {key: int(count or 0) for key, count in zip(keys, counts, strict=True)}
+
+
+# --- graph reads --------------------------------------------------------------------------
+
+
+async def facts_near(
+    store: TenantStore, seeds: list[RecordID], moment: Moment, *, depth: int, limit: int
+) -> list[dict[str, Any]]:
+    """Visible facts within `depth` hops of the seeds, nearest first."""
+    seen: dict[str, dict[str, Any]] = {}
+    frontier = {record_key(s): s for s in seeds}
+    visited = set(frontier)
+    for _ in range(max(1, depth)):
+        if not frontier or len(seen) >= limit:
+            break
+        rows = await store.query(
+            queries.FACTS_NEAR,
+            {**moment.params(), "entities": list(frontier.values()), "limit": limit},
+        )
+        nxt: dict[str, RecordID] = {}
+        for fact in (rows[0] or []) + (rows[1] or []):
+            seen.setdefault(record_key(fact["id"]), fact)
+            for end in (fact["source"], fact["target"]):
+                key = record_key(end)
+                if key not in visited:
+                    visited.add(key)
+                    nxt[key] = end
+        frontier = nxt
+    return list(seen.values())[:limit]
+
+
+async def entity_distances(
+    store: TenantStore, center: RecordID, moment: Moment, *, depth: int
+) -> dict[str, int]:
+    """Hops from `center` to each entity reachable over visible facts."""
+    distance = {record_key(center): 0}
+    frontier = [center]
+    for hop in range(1, depth + 1):
+        if not frontier:
+            break
+        rows = await store.query(
+            queries.FACTS_NEAR, {**moment.params(), "entities": frontier, "limit": 10_000}
+        )
+        nxt = []
+        for fact in (rows[0] or []) + (rows[1] or []):
+            for end in (fact["source"], fact["target"]):
+                key = record_key(end)
+                if key not in distance:
+                    distance[key] = hop
+                    nxt.append(end)
+        frontier = nxt
+    return distance
+
+
+async def entity_facts(
+    store: TenantStore, entity: RecordID, moment: Moment
+) -> list[dict[str, Any]]:
+    outgoing, incoming = await store.query(
+        queries.FACTS_OF_ENTITY, {**moment.params(), "entity": entity}
+    )
+    return sorted(
+        (outgoing or []) + (incoming or []), key=lambda f: (f["valid_at"], record_key(f["id"]))
+    )
+
+
+async def entity_get(store: TenantStore, entity: RecordID) -> dict[str, Any]:
+    row = await store.query_one(queries.ENTITY_GET, {"id": entity})
+    if not row:
+        raise NotFound(f"no entity {record_key(entity)}")
+    return dict(row)
+
+
+async def entities_lookup(
+    store: TenantStore, text: str, embedder: Embedder, *, limit: int
+) -> list[dict[str, Any]]:
+    """Entities whose name starts with `text`; by name similarity when none does."""
+    prefix = canonical_name(text)
+    rows = await store.query_one(
+        queries.ENTITIES_PREFIX, {"prefix": prefix, "prefix_end": prefix + "\uffff", "limit": limit}
+    )
+    if rows:
+        return list(rows)
+    vector = (await asyncio.to_thread(embedder.embed, [text]))[0]
+    vectors = entity_vectors(store.namespace)
+    await vectors.refresh(store)
+    return [row for row in vectors.nearest(vector, limit) if row["score"] >= 0.5]
+
+
+async def fact_get(store: TenantStore, fact: RecordID) -> dict[str, Any]:
+    row = await store.query_one(queries.FACT_BY_ID, {"id": fact})
+    if not row:
+        raise NotFound(f"no fact {record_key(fact)}")
+    return dict(row)
+
+
+async def fact_history(store: TenantStore, fact: RecordID) -> list[dict[str, Any]]:
+    """The supersession chain through `fact`, oldest first, in both directions (at most
+    64 hops each way). A retired fact is followed by its revision (the same fact with its
+    validity closed), then by the fact that ended it."""
+    start = await fact_get(store, fact)
+    chain = [start]
+    seen = {record_key(start["id"])}
+    for backwards in (True, False):
+        current = start
+        for _ in range(HISTORY_HOPS):
+            link = await _next_link(store, current, backwards=backwards)
+            if link is None or record_key(link) in seen:
+                break
+            row = await fact_get(store, link)
+            seen.add(record_key(link))
+            chain.insert(0, row) if backwards else chain.append(row)
+            current = row
+    return chain
+
+
+async def _next_link(store: TenantStore, fact: dict[str, Any], *, backwards: bool) -> Any:
+    if backwards:
+        return fact.get("revision_of") or fact.get("supersedes")
+    revisions = await store.query_one(queries.FACT_REVISIONS, {"id": fact["id"]}) or []
+    return revisions[0] if revisions else fact.get("superseded_by")

@@ -1,0 +1,166 @@
+"""Retrieval: search, entities, facts and their history, at any moment."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from django.http import HttpRequest
+from ninja import Query, Router, Schema
+from pydantic import Field
+
+from kgapp.graph.records import parse_record_id, to_json
+from kgapp.graph.search import service
+from kgapp.graph.search.service import Moment, SearchRequest
+from kgapp.web.routers.tenant import DENIED
+from kgapp.web.schemas import ErrorOut
+from tenants.access import tenant_access
+from tenants.graph import embedder, tenant_graph
+
+router = Router(tags=["retrieval"])
+
+
+class TimeIn(Schema):
+    as_of: datetime | None = Field(default=None, description="valid time; default now")
+    known_at: datetime | None = Field(default=None, description="system time; default now")
+
+    def moment(self) -> Moment:
+        return Moment.of(_utc(self.as_of), _utc(self.known_at))
+
+
+class SearchIn(TimeIn):
+    query: str = Field(min_length=1, max_length=2000)
+    scopes: list[Literal["facts", "entities", "episodes"]] = Field(
+        default=["facts", "entities"], min_length=1
+    )
+    methods: list[Literal["bm25", "cosine", "bfs"]] = Field(
+        default=["bm25", "cosine"], min_length=1
+    )
+    reranker: Literal["rrf", "mmr", "node_distance", "episode_mentions"] = "rrf"
+    center_entity: str | None = None
+    limit: int = Field(default=10, ge=1, le=100)
+    min_score: float = Field(default=0.0, ge=0)
+    mmr_lambda: float = Field(default=0.5, ge=0, le=1)
+
+
+class Lookup(Schema):
+    q: str = Field(min_length=1, max_length=300)
+    limit: int = Field(default=10, ge=1, le=100)
+
+
+class Neighbourhood(TimeIn):
+    depth: int = Field(default=1, ge=1, le=3)
+    limit: int = Field(default=200, ge=1, le=2000)
+
+
+def _utc(moment: datetime | None) -> datetime | None:
+    if moment is None:
+        return None
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+
+
+def _hits(hits: list[service.Hit]) -> list[dict[str, Any]]:
+    return [
+        {"id": h.id, "score": h.score, "found_by": h.found_by, **to_json(h.record)} for h in hits
+    ]
+
+
+@router.post("/t/{tenant}/search", response={200: dict[str, Any], 422: ErrorOut, **DENIED})
+def search(request: HttpRequest, tenant: str, payload: SearchIn) -> dict[str, Any]:
+    """Hybrid search (BM25, cosine, breadth-first from `center_entity`), fused by RRF or
+    reranked by MMR, node distance or episode mentions; facts as of `as_of`/`known_at`."""
+    access = tenant_access(request.user, tenant)
+    center = parse_record_id(payload.center_entity, "entity") if payload.center_entity else None
+    spec = SearchRequest(
+        query=payload.query,
+        scopes=tuple(payload.scopes),
+        methods=tuple(payload.methods),
+        reranker=payload.reranker,
+        moment=payload.moment(),
+        center_entity=center,
+        limit=payload.limit,
+        min_score=payload.min_score,
+        mmr_lambda=payload.mmr_lambda,
+    )
+    results = tenant_graph(access.tenant).run(service.search, spec, embedder())
+    return {
+        "facts": _hits(results.facts),
+        "entities": _hits(results.entities),
+        "episodes": _hits(results.episodes),
+    }
+
+
+@router.get("/t/{tenant}/entities", response={200: list[dict[str, Any]], **DENIED})
+def entity_lookup(request: HttpRequest, tenant: str, params: Query[Lookup]) -> Any:
+    """Entities whose name starts with `q`, or the closest names when none does."""
+    access = tenant_access(request.user, tenant)
+    return to_json(
+        tenant_graph(access.tenant).run(
+            service.entities_lookup, params.q, embedder(), limit=params.limit
+        )
+    )
+
+
+@router.get(
+    "/t/{tenant}/entities/{entity_id}", response={200: dict[str, Any], 422: ErrorOut, **DENIED}
+)
+def entity_detail(request: HttpRequest, tenant: str, entity_id: str) -> Any:
+    access = tenant_access(request.user, tenant)
+    return to_json(
+        tenant_graph(access.tenant).run(service.entity_get, parse_record_id(entity_id, "entity"))
+    )
+
+
+@router.get(
+    "/t/{tenant}/entities/{entity_id}/facts",
+    response={200: list[dict[str, Any]], 422: ErrorOut, **DENIED},
+)
+def entity_facts(request: HttpRequest, tenant: str, entity_id: str, time: Query[TimeIn]) -> Any:
+    """The entity's facts valid at `as_of` as known at `known_at` (default: current)."""
+    access = tenant_access(request.user, tenant)
+    return to_json(
+        tenant_graph(access.tenant).run(
+            service.entity_facts, parse_record_id(entity_id, "entity"), time.moment()
+        )
+    )
+
+
+@router.get(
+    "/t/{tenant}/entities/{entity_id}/neighborhood",
+    response={200: list[dict[str, Any]], 422: ErrorOut, **DENIED},
+)
+def entity_neighbourhood(
+    request: HttpRequest, tenant: str, entity_id: str, params: Query[Neighbourhood]
+) -> Any:
+    access = tenant_access(request.user, tenant)
+    return to_json(
+        tenant_graph(access.tenant).run(
+            service.facts_near,
+            [parse_record_id(entity_id, "entity")],
+            params.moment(),
+            depth=params.depth,
+            limit=params.limit,
+        )
+    )
+
+
+@router.get("/t/{tenant}/facts/{fact_id}", response={200: dict[str, Any], 422: ErrorOut, **DENIED})
+def fact_detail(request: HttpRequest, tenant: str, fact_id: str) -> Any:
+    access = tenant_access(request.user, tenant)
+    return to_json(
+        tenant_graph(access.tenant).run(service.fact_get, parse_record_id(fact_id, "relates_to"))
+    )
+
+
+@router.get(
+    "/t/{tenant}/facts/{fact_id}/history",
+    response={200: list[dict[str, Any]], 422: ErrorOut, **DENIED},
+)
+def fact_history(request: HttpRequest, tenant: str, fact_id: str) -> Any:
+    """The supersession chain through the fact, oldest first (64 hops each way at most)."""
+    access = tenant_access(request.user, tenant)
+    return to_json(
+        tenant_graph(access.tenant).run(
+            service.fact_history, parse_record_id(fact_id, "relates_to")
+        )
+    )

@@ -1,0 +1,105 @@
+"""Point-in-time reads and hybrid search over a graph built by the real pipeline."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from kgapp.graph import jobs, schema
+from kgapp.graph.embeddings import local_embedder
+from kgapp.graph.ingest.model import EpisodeInput
+from kgapp.graph.ingest.pipeline import ingest_job
+from kgapp.graph.records import record_key
+from kgapp.graph.search.service import (
+    Moment,
+    SearchRequest,
+    entity_facts,
+    fact_history,
+    search,
+)
+
+SCHEMA = Path(__file__).resolve().parents[2] / "schema"
+
+
+def at(year: int, month: int, day: int = 1) -> datetime:
+    return datetime(year, month, day, tzinfo=UTC)
+
+
+@pytest.fixture
+async def alice(raw_namespace):
+    """Alice at Acme (Jan 2024), then at Beta (from Feb 2024); the moment between."""
+    store = await raw_namespace()
+    await schema.migrate(store, schema.load_migrations(SCHEMA), embedding_dim=384)
+
+    async def run(text: str, when: datetime) -> None:
+        job = await jobs.job_create(store, kind="t")
+        await ingest_job(store, job["id"], [EpisodeInput(content=text, source="text", reference_time=when)],
+                         embedder=local_embedder(), llm=None)
+
+    await run("Alice works at Acme Corp.", at(2024, 1, 15))
+    between = datetime.now(UTC)
+    await run("Alice joined Beta Inc last month.", at(2024, 3, 10))
+    entity = (await store.query_one("SELECT VALUE id FROM entity WHERE name = 'Alice'"))[0]
+    return store, entity, between
+
+
+def targets(facts) -> list[str]:
+    return [f["target_name"] for f in facts]
+
+
+async def test_as_of_and_known_at(alice) -> None:
+    store, entity, between = alice
+    assert targets(await entity_facts(store, entity, Moment.of(as_of=at(2024, 1, 20)))) == ["Acme Corp"]
+    assert targets(await entity_facts(store, entity, Moment.of(as_of=at(2024, 3, 1)))) == ["Beta Inc"]
+    # As known before the second episode, Acme was current even for March.
+    before = Moment.of(as_of=at(2024, 3, 1), known_at=between)
+    assert targets(await entity_facts(store, entity, before)) == ["Acme Corp"]
+    # Current only (the default) never returns a retired or ended fact.
+    current = await entity_facts(store, entity, Moment.of())
+    assert targets(current) == ["Beta Inc"]
+    assert all(f.get("expired_at") is None and f.get("invalid_at") is None for f in current)
+
+
+async def test_history_follows_the_chain_both_ways(alice) -> None:
+    store, entity, _ = alice
+    beta = (await entity_facts(store, entity, Moment.of()))[0]
+    chain = await fact_history(store, beta["id"])
+    assert [c["target_name"] for c in chain] == ["Acme Corp", "Acme Corp", "Beta Inc"]
+    original, revision, new = chain
+    assert original.get("expired_at") is not None and original.get("invalid_at") is None
+    assert record_key(revision["revision_of"]) == record_key(original["id"])
+    assert revision["invalid_at"] == at(2024, 2, 1)
+    from_start = await fact_history(store, original["id"])
+    assert [record_key(c["id"]) for c in from_start] == [record_key(c["id"]) for c in chain]
+
+
+async def test_hybrid_search_finds_facts_by_words_and_meaning(alice) -> None:
+    store, entity, _ = alice
+    results = await search(store, SearchRequest(query="Beta", scopes=("facts", "entities")),
+                           local_embedder())
+    assert results.facts and results.facts[0].record["target_name"] == "Beta Inc"
+    assert "bm25" in results.facts[0].found_by
+    assert any(h.record["name"] == "Beta Inc" for h in results.entities)
+    # The Acme fact ended: the current-only default hides it from search too.
+    assert all(h.record["target_name"] != "Acme Corp" for h in results.facts)
+    past = await search(store, SearchRequest(query="employer of Alice", methods=("cosine",),
+                        moment=Moment.of(as_of=at(2024, 1, 20))), local_embedder())
+    assert [h.record["target_name"] for h in past.facts] == ["Acme Corp"]
+
+
+async def test_node_distance_puts_the_center_neighbourhood_first(raw_namespace) -> None:
+    store = await raw_namespace()
+    await schema.migrate(store, schema.load_migrations(SCHEMA), embedding_dim=384)
+    job = await jobs.job_create(store, kind="t")
+    texts = ["Nora works at Orbital Labs.", "Omar works at Orbital Labs.",
+             "Paula works at Quantum Labs.", "Nora knows Paula."]
+    await ingest_job(store, job["id"], [EpisodeInput(content=t, source="text", reference_time=at(2024, 1, 1))
+                                        for t in texts], embedder=local_embedder(), llm=None)
+    omar = (await store.query_one("SELECT VALUE id FROM entity WHERE name = 'Omar'"))[0]
+    results = await search(store, SearchRequest(query="Labs", scopes=("entities",), methods=("bm25",),
+                                                reranker="node_distance", center_entity=omar),
+                           local_embedder())
+    names = [h.record["name"] for h in results.entities]
+    assert names.index("Orbital Labs") < names.index("Quantum Labs")
