@@ -103,3 +103,14 @@ async def test_node_distance_puts_the_center_neighbourhood_first(raw_namespace) 
                            local_embedder())
     names = [h.record["name"] for h in results.entities]
     assert names.index("Orbital Labs") < names.index("Quantum Labs")
+
+
+async def test_activation_reaches_the_neighbours_of_the_seeds(alice) -> None:
+    store, _, _ = alice
+    results = await search(store, SearchRequest(query="Alice", methods=("activation",)),
+                           local_embedder())
+    names = [h.record["name"] for h in results.entities]
+    # Acme is reachable only over the ended fact, which is not visible now.
+    assert set(names) == {"Alice", "Beta Inc"}
+    assert all("activation" in h.found_by for h in results.entities)
+    assert [h.record["target_name"] for h in results.facts] == ["Beta Inc"]

@@ -21,12 +21,15 @@ from kgapp.graph.ingest.normalize import canonical_name
 from kgapp.graph.ingest.vectors import entity_vectors
 from kgapp.graph.records import record_key
 from kgapp.graph.search import rerank
+from kgapp.graph.search.activation import ActivationConfig, Link, effective_confidence, spread
 from kgapp.graph.store import TenantStore
 
 Scope = Literal["facts", "entities", "episodes"]
-Method = Literal["bm25", "cosine", "bfs"]
+Method = Literal["bm25", "cosine", "bfs", "activation"]
 Reranker = Literal["rrf", "mmr", "node_distance", "episode_mentions"]
 HISTORY_HOPS = 64
+ACTIVATION = ActivationConfig()
+SEED_STRUCTURE = 0.3
 
 
 @dataclass(frozen=True)
@@ -79,17 +82,24 @@ async def search(store: TenantStore, request: SearchRequest, embedder: Embedder)
     if "cosine" in request.methods or request.reranker == "mmr":
         vector = (await asyncio.to_thread(embedder.embed, [request.query]))[0]
     results = SearchResults()
+    if "activation" in request.methods:
+        activated = await _activation(store, request, embedder, vector)
+    else:
+        activated = {"facts": [], "entities": []}
     if "facts" in request.scopes:
-        results.facts = await _facts(store, request, vector)
+        results.facts = await _facts(store, request, vector, activated["facts"])
     if "entities" in request.scopes:
-        results.entities = await _entities(store, request, vector)
+        results.entities = await _entities(store, request, vector, activated["entities"])
     if "episodes" in request.scopes:
         results.episodes = await _episodes(store, request)
     return results
 
 
 async def _facts(
-    store: TenantStore, request: SearchRequest, vector: list[float] | None
+    store: TenantStore,
+    request: SearchRequest,
+    vector: list[float] | None,
+    activated: list[dict[str, Any]],
 ) -> list[Hit]:
     pool = request.limit * 4
     found: dict[str, list[dict[str, Any]]] = {}
@@ -106,11 +116,16 @@ async def _facts(
         found["bfs"] = await facts_near(
             store, [request.center_entity], request.moment, depth=request.bfs_depth, limit=pool
         )
+    if activated:
+        found["activation"] = activated
     return await _rank(store, request, found, vector, kind="facts")
 
 
 async def _entities(
-    store: TenantStore, request: SearchRequest, vector: list[float] | None
+    store: TenantStore,
+    request: SearchRequest,
+    vector: list[float] | None,
+    activated: list[dict[str, Any]],
 ) -> list[Hit]:
     pool = request.limit * 4
     found: dict[str, list[dict[str, Any]]] = {}
@@ -135,6 +150,8 @@ async def _entities(
             ):
                 ends.setdefault(record_key(end), {"id": end, "name": name})
         found["bfs"] = list(ends.values())
+    if activated:
+        found["activation"] = activated
     return await _rank(store, request, found, vector, kind="entities")
 
 
@@ -224,6 +241,97 @@ async def _mentions(
         batch.add(queries.ENTITY_MENTION_COUNT, id=records[key]["id"])
     counts = await store.query(batch.sql, batch.params) if keys else []
     return {key: int(count or 0) for key, count in zip(keys, counts, strict=True)}
+
+
+async def _activation(
+    store: TenantStore, request: SearchRequest, embedder: Embedder, vector: list[float] | None
+) -> dict[str, list[dict[str, Any]]]:
+    """Entities and facts reached by spreading activation from the query's seeds, best
+    first (facts scored by the weaker end's activation times effective confidence)."""
+    seeds = await activation_seeds(store, request, embedder, vector)
+    seen: dict[str, dict[str, Any]] = {}
+    names: dict[str, str] = {}
+
+    async def neighbours(keys: Sequence[str]) -> list[Link]:
+        rows = await store.query(
+            queries.FACTS_NEAR,
+            {**request.moment.params(), "entities": [_record(k) for k in keys], "limit": 500},
+        )
+        links = []
+        for fact in (rows[0] or []) + (rows[1] or []):
+            seen[record_key(fact["id"])] = fact
+            names[record_key(fact["source"])] = fact["source_name"]
+            names[record_key(fact["target"])] = fact["target_name"]
+            links.append(
+                Link(
+                    record_key(fact["source"]),
+                    record_key(fact["target"]),
+                    float(fact["confidence"]),
+                    float(fact.get("retrieval_count") or 0),
+                    fact["valid_at"],
+                )
+            )
+        return links
+
+    levels = await spread(seeds, neighbours, ACTIVATION, datetime.now(UTC))
+    entities = [
+        {"id": _record(k), "name": names.get(k, ""), "activation": v} for k, v in levels.items()
+    ]
+    scored = []
+    for key, fact in seen.items():
+        ends = [levels.get(record_key(fact["source"])), levels.get(record_key(fact["target"]))]
+        if None in ends:
+            continue
+        weight = effective_confidence(
+            float(fact["confidence"]), float(fact.get("retrieval_count") or 0)
+        )
+        scored.append((min(e for e in ends if e is not None) * weight, key))
+    facts = [seen[key] for _, key in sorted(scored, key=lambda item: (-item[0], item[1]))]
+    return {"facts": facts, "entities": entities}
+
+
+async def activation_seeds(
+    store: TenantStore, request: SearchRequest, embedder: Embedder, vector: list[float] | None
+) -> dict[str, float]:
+    """Full-text matches blended with structure (degree and edge-type diversity, weight
+    0.3); by name embedding only when full text finds nothing."""
+    rows = await store.query_one(queries.ENTITIES_BM25, {"query": request.query, "limit": 20}) or []
+    if not rows:
+        vector = vector or (await asyncio.to_thread(embedder.embed, [request.query]))[0]
+        vectors = entity_vectors(store.namespace)
+        await vectors.refresh(store)
+        rows = [r for r in vectors.nearest(vector, 10) if r["score"] > 0.3]
+    if not rows:
+        return {}
+    top = max(float(r.get("score") or 0) for r in rows) or 1.0
+    top_degree = max(int(r.get("degree") or 0) for r in rows) or 1
+    diversity = await _edge_type_diversity(store, [r["id"] for r in rows], request.moment)
+    seeds = {}
+    for row in rows:
+        key = record_key(row["id"])
+        structural = 0.5 * int(row.get("degree") or 0) / top_degree + 0.5 * diversity.get(key, 0.0)
+        seeds[key] = (1 - SEED_STRUCTURE) * float(
+            row.get("score") or 0
+        ) / top + SEED_STRUCTURE * structural
+    return seeds
+
+
+async def _edge_type_diversity(
+    store: TenantStore, entities: list[RecordID], moment: Moment
+) -> dict[str, float]:
+    rows = await store.query(
+        queries.FACTS_NEAR, {**moment.params(), "entities": entities, "limit": 2000}
+    )
+    kinds: dict[str, set[str]] = {}
+    for fact in (rows[0] or []) + (rows[1] or []):
+        for end in (fact["source"], fact["target"]):
+            kinds.setdefault(record_key(end), set()).add(fact["edge_type"])
+    return {key: len(types) / 4 for key, types in kinds.items()}
+
+
+def _record(key: str) -> RecordID:
+    table, _, ident = key.partition(":")
+    return RecordID(table, ident)
 
 
 # --- graph reads --------------------------------------------------------------------------
