@@ -9,11 +9,13 @@ from __future__ import annotations
 from typing import Any
 
 from celery import shared_task
+from django.conf import settings
 
 from kgapp.graph import jobs
 from kgapp.graph.errors import GraphUnavailable
 from kgapp.graph.ingest.service import ingest_run
 from kgapp.graph.records import parse_record_id, to_json
+from kgapp.graph.search import service as search_service
 from kgapp.graph.store import TenantStore
 from tenants.graph import embedder, llm_client, tenant_graph
 from tenants.models import Tenant
@@ -53,3 +55,14 @@ def ingest(tenant_slug: str, job_id: str) -> dict[str, Any]:
 
 async def _ingest(store: TenantStore, job: Any) -> dict[str, Any]:
     return await ingest_run(store, job, embedder=embedder(), llm=llm_client(store))
+
+
+@shared_task(name="kgapp.decay_retrieval_counts")
+def decay_retrieval_counts() -> int:
+    """Periodic (beat): decay the retrieval counts of every tenant's facts."""
+    tenants = list(Tenant.objects.all())
+    for tenant in tenants:
+        tenant_graph(tenant).run(
+            search_service.decay_retrieval_counts, lambda_=settings.RETRIEVAL_DECAY_LAMBDA
+        )
+    return len(tenants)

@@ -511,3 +511,16 @@ SELECT id, supersedes, superseded_by, revision_of, episodes, fact, valid_at, inv
 """
 
 FACT_REVISIONS = "SELECT VALUE id FROM relates_to WHERE revision_of = $id;"
+
+FACT_RETRIEVED = """
+UPDATE $id SET retrieval_count += 1, last_retrieved_at = time::now() RETURN NONE;
+"""
+
+# count x e^(-lambda x elapsed days), elapsed since the last decay (or retrieval).
+RETRIEVAL_DECAY = """
+UPDATE relates_to SET
+    retrieval_count = retrieval_count * math::pow(math::e, 0 - $lambda
+        * (time::unix($now) - time::unix(retrieval_decayed_at ?? last_retrieved_at ?? $now)) / 86400),
+    retrieval_decayed_at = $now
+WHERE retrieval_count > 0 RETURN NONE;
+"""

@@ -134,6 +134,13 @@ CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+RETRIEVAL_DECAY_LAMBDA = env.number("KG_RETRIEVAL_DECAY_LAMBDA", 0.01)
+CELERY_BEAT_SCHEDULE = {
+    "decay-retrieval-counts": {
+        "task": "kgapp.decay_retrieval_counts",
+        "schedule": env.number("KG_RETRIEVAL_DECAY_INTERVAL", 86400.0),
+    },
+}
 
 # --- Graph store ----------------------------------------------------------------------
 SURREAL_URL = env.text("SURREAL_URL", "ws://127.0.0.1:8811")

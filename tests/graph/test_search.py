@@ -114,3 +114,20 @@ async def test_activation_reaches_the_neighbours_of_the_seeds(alice) -> None:
     assert set(names) == {"Alice", "Beta Inc"}
     assert all("activation" in h.found_by for h in results.entities)
     assert [h.record["target_name"] for h in results.facts] == ["Beta Inc"]
+
+
+async def test_search_counts_retrievals_and_decay_shrinks_them(alice) -> None:
+    from kgapp.graph.search.service import decay_retrieval_counts
+
+    store, _, _ = alice
+    for _ in range(3):
+        await search(store, SearchRequest(query="Beta", scopes=("facts",), methods=("bm25",)),
+                     local_embedder())
+    counts = await store.query_one(
+        "SELECT VALUE retrieval_count FROM relates_to WHERE retrieval_count > 0")
+    assert counts == [3.0]
+    await store.query("UPDATE relates_to SET last_retrieved_at = time::now() - 10d WHERE retrieval_count > 0")
+    await decay_retrieval_counts(store, lambda_=0.1)
+    decayed = await store.query_one(
+        "SELECT VALUE retrieval_count FROM relates_to WHERE retrieval_count > 0")
+    assert decayed[0] == pytest.approx(3.0 * 2.718281828 ** -1.0, rel=1e-3)

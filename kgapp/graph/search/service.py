@@ -92,7 +92,22 @@ async def search(store: TenantStore, request: SearchRequest, embedder: Embedder)
         results.entities = await _entities(store, request, vector, activated["entities"])
     if "episodes" in request.scopes:
         results.episodes = await _episodes(store, request)
+    await _count_retrievals(store, results.facts)
     return results
+
+
+async def _count_retrievals(store: TenantStore, facts: list[Hit]) -> None:
+    """Link weight evolution: every fact search returns counts one retrieval."""
+    batch = queries.Batch()
+    for hit in facts:
+        batch.add(queries.FACT_RETRIEVED, id=hit.record["id"])
+    if len(batch):
+        await store.query(batch.sql, batch.params)
+
+
+async def decay_retrieval_counts(store: TenantStore, *, lambda_: float = 0.01) -> None:
+    """count x exp(-lambda x days since the last decay); run periodically."""
+    await store.query(queries.RETRIEVAL_DECAY, {"lambda": lambda_, "now": datetime.now(UTC)})
 
 
 async def _facts(
