@@ -524,3 +524,19 @@ UPDATE relates_to SET
     retrieval_decayed_at = $now
 WHERE retrieval_count > 0 RETURN NONE;
 """
+
+GRAPH_TOP_ENTITIES = """
+SELECT id, name, entity_type, degree, summary FROM entity
+WHERE merged_into = NONE AND ($types = NONE OR entity_type IN $types)
+ORDER BY degree DESC LIMIT $limit;
+"""
+
+GRAPH_ENTITY = "SELECT id, name, entity_type, degree, summary FROM ONLY $id;"
+
+# Every fact (history included) leaving or entering the given entities: the explorer
+# filters on the four timestamps itself.
+GRAPH_FACTS = """
+SELECT id, in AS source, out AS target, relation, edge_type, fact, confidence, valid_at,
+    invalid_at, created_at, expired_at, supersedes, superseded_by, revision_of
+FROM relates_to WITH INDEX relates_to_in_relation WHERE in IN $entities LIMIT $limit;
+"""

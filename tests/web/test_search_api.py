@@ -92,3 +92,47 @@ def test_no_route_shows_another_tenants_data(two_tenants) -> None:
     assert client_b.get(f"{base_a}/entities?q=ali").status_code == 404
     assert client_b.post(f"{base_a}/search", data=json.dumps({"query": "Alice"}),
                          content_type="application/json").status_code == 404
+
+
+def test_graph_elements_carry_the_whole_history(two_tenants) -> None:
+    (_, client, base), (_, client_b, base_b) = two_tenants
+    elements = client.get(f"{base}/graph").json()
+    labels = sorted(n["data"]["label"] for n in elements["nodes"])
+    assert labels == ["Acme Corp", "Alice", "Beta Inc"]
+    edges = elements["edges"]
+    # The retired Acme row, its revision and Beta: all four timestamps on each.
+    assert len(edges) == 3
+    assert all({"valid_at", "created_at", "source", "target"} <= set(e["data"]) for e in edges)
+    node_ids = {n["data"]["id"] for n in elements["nodes"]}
+    assert all(e["data"]["source"] in node_ids and e["data"]["target"] in node_ids for e in edges)
+    at_jan = client.get(f"{base}/graph?as_of=2024-01-20T00:00:00Z").json()
+    assert [e["data"]["relation"] for e in at_jan["edges"]] == ["WORKS_AT"]
+    seeded = client.get(f"{base}/graph?seed={alice(client, base)}").json()
+    assert {n["data"]["label"] for n in seeded["nodes"]} == {"Alice", "Acme Corp", "Beta Inc"}
+    people = client.get(f"{base}/graph?entity_types=Person").json()
+    assert [n["data"]["label"] for n in people["nodes"]] == ["Alice"] and people["edges"] == []
+    # Tenant B's graph is its own: Gamma, never Beta.
+    labels_b = {n["data"]["label"] for n in client_b.get(f"{base_b}/graph").json()["nodes"]}
+    assert "Gamma LLC" in labels_b and "Beta Inc" not in labels_b
+    assert client_b.get(f"{base}/graph").status_code == 404
+
+
+def test_search_filters_and_recipes(two_tenants) -> None:
+    (_, client, base), _ = two_tenants
+
+    def post(body):
+        response = client.post(f"{base}/search", data=json.dumps(body), content_type="application/json")
+        assert response.status_code == 200, response.content
+        return response.json()
+
+    assert post({"query": "Alice", "relations": ["knows"], "scopes": ["facts"]})["facts"] == []
+    assert [f["relation"] for f in post({"query": "Alice", "relations": ["works at"],
+                                         "scopes": ["facts"]})["facts"]] == ["WORKS_AT"]
+    organisations = post({"query": "Beta Inc Alice", "scopes": ["entities"],
+                          "entity_types": ["Organization"]})["entities"]
+    assert organisations and all(e["entity_type"] == "Organization" for e in organisations)
+    recipe = post({"query": "Beta", "recipe": "entity_rrf"})
+    assert recipe["facts"] == [] and recipe["entities"]
+    bad = client.post(f"{base}/search", data=json.dumps({"query": "x", "recipe": "nope"}),
+                      content_type="application/json")
+    assert bad.status_code == 422

@@ -60,6 +60,9 @@ class SearchRequest:
     min_score: float = 0.0
     mmr_lambda: float = 0.5
     bfs_depth: int = 2
+    entity_types: tuple[str, ...] = ()
+    relations: tuple[str, ...] = ()
+    edge_types: tuple[str, ...] = ()
 
 
 @dataclass
@@ -190,6 +193,7 @@ async def _rank(
 ) -> list[Hit]:
     records: dict[str, dict[str, Any]] = {}
     methods: dict[str, list[str]] = {}
+    found = {m: [r for r in rows if _wanted(request, kind, r)] for m, rows in found.items()}
     for method, rows in found.items():
         for row in rows:
             key = record_key(row["id"])
@@ -217,6 +221,17 @@ async def _rank(
         if key in records and score >= request.min_score
     ]
     return hits[: request.limit]
+
+
+def _wanted(request: SearchRequest, kind: str, row: dict[str, Any]) -> bool:
+    """The request's type filters: entity types for entities, relations and edge types
+    for facts (rows lacking the field, such as BFS endpoints, are checked when known)."""
+    if kind == "entities":
+        kind_of = row.get("entity_type")
+        return not request.entity_types or kind_of is None or kind_of in request.entity_types
+    return (not request.relations or row.get("relation") in request.relations) and (
+        not request.edge_types or row.get("edge_type") in request.edge_types
+    )
 
 
 async def _vectors(store: TenantStore, kind: str, keys: Sequence[str]) -> dict[str, list[float]]:
@@ -349,7 +364,92 @@ def _record(key: str) -> RecordID:
     return RecordID(table, ident)
 
 
-# --- graph reads --------------------------------------------------------------------------
+# --- graph reads ---------------------------------------------------------------------
+
+
+async def graph_elements(
+    store: TenantStore,
+    *,
+    seed: RecordID | None,
+    entity_types: Sequence[str],
+    limit: int,
+    moment: Moment | None,
+) -> dict[str, list[dict[str, Any]]]:
+    """A bounded subgraph as Cytoscape elements: around `seed` (two hops), or the most
+    connected entities. Without a moment every fact comes with its four timestamps (the
+    explorer filters in time itself); with one, only the facts visible then."""
+    if seed is not None:
+        start = await store.query_one(queries.GRAPH_ENTITY, {"id": seed})
+        if not start:
+            raise NotFound(f"no entity {record_key(seed)}")
+        nodes = {record_key(seed): start}
+        facts = await facts_near(store, [seed], moment or Moment.of(), depth=2, limit=limit * 4)
+        if moment is None:
+            facts = await _all_facts(store, [f["source"] for f in facts] + [seed], limit * 4)
+    else:
+        rows = (
+            await store.query_one(
+                queries.GRAPH_TOP_ENTITIES, {"types": list(entity_types) or None, "limit": limit}
+            )
+            or []
+        )
+        nodes = {record_key(r["id"]): r for r in rows}
+        facts = await _all_facts(store, [r["id"] for r in rows], limit * 4)
+        if moment is not None:
+            facts = [f for f in facts if _visible(f, moment)]
+    ends = {record_key(e) for f in facts for e in (f["source"], f["target"])}
+    batch = queries.Batch()
+    missing = [key for key in ends if key not in nodes]
+    for key in missing:
+        batch.add(queries.GRAPH_ENTITY, id=_record(key))
+    for row in await store.query(batch.sql, batch.params) if missing else []:
+        if row:
+            nodes[record_key(row["id"])] = row
+    if entity_types:
+        nodes = {k: n for k, n in nodes.items() if n["entity_type"] in entity_types}
+    facts = [
+        f for f in facts if record_key(f["source"]) in nodes and record_key(f["target"]) in nodes
+    ]
+    return {
+        "nodes": [
+            {
+                "data": {
+                    "id": k,
+                    "label": n["name"],
+                    "type": n["entity_type"],
+                    "degree": n.get("degree", 0),
+                    "summary": n.get("summary", ""),
+                }
+            }
+            for k, n in nodes.items()
+        ],
+        "edges": [
+            {
+                "data": {
+                    **f,
+                    "id": record_key(f["id"]),
+                    "source": record_key(f["source"]),
+                    "target": record_key(f["target"]),
+                }
+            }
+            for f in facts
+        ],
+    }
+
+
+async def _all_facts(store: TenantStore, entities: list[Any], limit: int) -> list[dict[str, Any]]:
+    unique = list({record_key(e): e for e in entities}.values())
+    rows = await store.query_one(queries.GRAPH_FACTS, {"entities": unique, "limit": limit})
+    return list(rows or [])
+
+
+def _visible(fact: dict[str, Any], moment: Moment) -> bool:
+    return (
+        fact["valid_at"] <= moment.as_of
+        and (fact.get("invalid_at") is None or fact["invalid_at"] > moment.as_of)
+        and fact["created_at"] <= moment.known_at
+        and (fact.get("expired_at") is None or fact["expired_at"] > moment.known_at)
+    )
 
 
 async def facts_near(

@@ -9,8 +9,10 @@ from django.http import HttpRequest
 from ninja import Query, Router, Schema
 from pydantic import Field
 
+from kgapp.graph.ingest.normalize import relation_name
 from kgapp.graph.records import parse_record_id, to_json
 from kgapp.graph.search import service
+from kgapp.graph.search.recipes import RECIPES
 from kgapp.graph.search.service import Moment, SearchRequest
 from kgapp.web.routers.tenant import DENIED
 from kgapp.web.schemas import ErrorOut
@@ -28,8 +30,14 @@ class TimeIn(Schema):
         return Moment.of(_utc(self.as_of), _utc(self.known_at))
 
 
+RecipeName = Literal[tuple(RECIPES)]  # type: ignore[valid-type]
+
+
 class SearchIn(TimeIn):
     query: str = Field(min_length=1, max_length=2000)
+    recipe: RecipeName | None = Field(  # type: ignore[valid-type]
+        default=None, description="a named configuration; sets scopes, methods and reranker"
+    )
     scopes: list[Literal["facts", "entities", "episodes"]] = Field(
         default=["facts", "entities"], min_length=1
     )
@@ -41,6 +49,11 @@ class SearchIn(TimeIn):
     limit: int = Field(default=10, ge=1, le=100)
     min_score: float = Field(default=0.0, ge=0)
     mmr_lambda: float = Field(default=0.5, ge=0, le=1)
+    entity_types: list[str] = Field(default_factory=list, max_length=50)
+    relations: list[str] = Field(default_factory=list, max_length=50)
+    edge_types: list[Literal["semantic", "temporal", "causal", "entity"]] = Field(
+        default_factory=list
+    )
 
 
 class Lookup(Schema):
@@ -71,16 +84,20 @@ def search(request: HttpRequest, tenant: str, payload: SearchIn) -> dict[str, An
     reranked by MMR, node distance or episode mentions; facts as of `as_of`/`known_at`."""
     access = tenant_access(request.user, tenant)
     center = parse_record_id(payload.center_entity, "entity") if payload.center_entity else None
+    chosen = RECIPES.get(payload.recipe or "", {})
     spec = SearchRequest(
         query=payload.query,
-        scopes=tuple(payload.scopes),
-        methods=tuple(payload.methods),
-        reranker=payload.reranker,
+        scopes=tuple(chosen.get("scopes", payload.scopes)),
+        methods=tuple(chosen.get("methods", payload.methods)),
+        reranker=chosen.get("reranker", payload.reranker),
         moment=payload.moment(),
         center_entity=center,
         limit=payload.limit,
         min_score=payload.min_score,
         mmr_lambda=payload.mmr_lambda,
+        entity_types=tuple(payload.entity_types),
+        relations=tuple(relation_name(r) for r in payload.relations),
+        edge_types=tuple(payload.edge_types),
     )
     results = tenant_graph(access.tenant).run(service.search, spec, embedder())
     return {
@@ -162,5 +179,33 @@ def fact_history(request: HttpRequest, tenant: str, fact_id: str) -> Any:
     return to_json(
         tenant_graph(access.tenant).run(
             service.fact_history, parse_record_id(fact_id, "relates_to")
+        )
+    )
+
+
+class GraphIn(Schema):
+    as_of: datetime | None = None
+    known_at: datetime | None = None
+    seed: str | None = Field(default=None, description="an entity id to centre on")
+    entity_types: list[str] = Field(default_factory=list, max_length=50)
+    limit: int = Field(default=200, ge=1, le=5000)
+
+
+@router.get("/t/{tenant}/graph", response={200: dict[str, Any], 422: ErrorOut, **DENIED})
+def graph(request: HttpRequest, tenant: str, params: Query[GraphIn]) -> Any:
+    """Cytoscape elements: around `seed`, or the most connected entities. Without
+    `as_of`/`known_at`, facts come with their whole history and four timestamps."""
+    access = tenant_access(request.user, tenant)
+    seed = parse_record_id(params.seed, "entity") if params.seed else None
+    moment = None
+    if params.as_of or params.known_at:
+        moment = Moment.of(_utc(params.as_of), _utc(params.known_at))
+    return to_json(
+        tenant_graph(access.tenant).run(
+            service.graph_elements,
+            seed=seed,
+            entity_types=params.entity_types,
+            limit=params.limit,
+            moment=moment,
         )
     )
