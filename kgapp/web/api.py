@@ -10,6 +10,7 @@ from django.http import HttpRequest, HttpResponse
 from ninja import NinjaAPI
 
 from kgapp.graph.errors import GraphError, GraphUnavailable, InvalidRecordId, NotFound
+from kgapp.graph.search.service import RerankerUnavailable
 from kgapp.web.auth import API_AUTH
 from kgapp.web.enqueue import QueueUnavailable
 from kgapp.web.routers import health, ingest, search, tenant, tenants, tokens
@@ -60,8 +61,9 @@ def _queue_down(request: HttpRequest, error: QueueUnavailable) -> HttpResponse:
     return response
 
 
+@api.exception_handler(RerankerUnavailable)
 @api.exception_handler(InvalidRecordId)
-def _bad_id(request: HttpRequest, error: InvalidRecordId) -> HttpResponse:
+def _unprocessable(request: HttpRequest, error: GraphError) -> HttpResponse:
     return _error(request, 422, str(error))
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from kgapp.graph.llm.client import strict_json_schema
 from kgapp.graph.llm.prompts.extract import Extraction
+from kgapp.graph.llm.prompts.rank import Ranking
 from kgapp.graph.llm.prompts.resolve import Resolution
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "llm-contract.md"
@@ -14,6 +15,8 @@ DOC = Path(__file__).resolve().parents[2] / "docs" / "llm-contract.md"
 
 def test_documented_schemas_match_the_code() -> None:
     text = DOC.read_text()
-    for task, model in (("extract_graph", Extraction), ("resolve_graph", Resolution)):
+    for task, model in (
+        ("extract_graph", Extraction), ("resolve_graph", Resolution), ("rank_passages", Ranking),
+    ):
         assert f"## Task `{task}`" in text
         assert json.dumps(strict_json_schema(model), indent=2, sort_keys=True) in text, task

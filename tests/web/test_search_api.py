@@ -136,3 +136,31 @@ def test_search_filters_and_recipes(two_tenants) -> None:
     bad = client.post(f"{base}/search", data=json.dumps({"query": "x", "recipe": "nope"}),
                       content_type="application/json")
     assert bad.status_code == 422
+
+
+def test_cross_encoder_reranks_through_the_model(two_tenants, scripted_llm, settings) -> None:
+    (_, client, base), _ = two_tenants
+
+    def post(body):
+        return client.post(f"{base}/search", data=json.dumps(body), content_type="application/json")
+
+    unavailable = post({"query": "Alice", "reranker": "cross_encoder"})
+    assert unavailable.status_code == 422 and "needs a model" in unavailable.json()["detail"]
+
+    def rank(body):
+        passages = json.loads(body["messages"][-1]["content"].split("<passages>\n")[1].split("\n</passages>")[0])
+        # The scripted judge prefers passages that mention Acme.
+        return {"passages": [{"index": p["index"], "relevance": 0.9 if "Acme" in p["text"] else 0.2}
+                             for p in passages]}
+
+    scripted_llm.on_chat(rank)
+    settings.OPENAI_BASE_URL = scripted_llm.base_url
+    settings.OPENAI_API_KEY = "test"
+    settings.LLM_MAX_RETRIES = 0
+    response = post({"query": "Alice", "scopes": ["entities"], "methods": ["bm25", "cosine"],
+                     "reranker": "cross_encoder", "limit": 3})
+    assert response.status_code == 200, response.content
+    entities = response.json()["entities"]
+    assert entities[0]["name"] == "Acme Corp" and entities[0]["score"] == 0.9
+    assert all("cross_encoder" in e["found_by"] for e in entities)
+    assert len(scripted_llm.chat_requests("rank_passages")) == 1

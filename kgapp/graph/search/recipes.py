@@ -10,7 +10,7 @@ _SCOPES = {
     "fact": ("facts",),
     "entity": ("entities",),
 }
-_RERANKERS = ("rrf", "mmr", "node_distance", "episode_mentions")
+_RERANKERS = ("rrf", "mmr", "node_distance", "episode_mentions", "cross_encoder")
 
 # e.g. "fact_rrf", "entity_node_distance", "combined_mmr"
 RECIPES: dict[str, dict[str, Any]] = {

@@ -16,9 +16,11 @@ from surrealdb.data.types.record_id import RecordID
 
 from kgapp.graph import queries
 from kgapp.graph.embeddings import Embedder
-from kgapp.graph.errors import NotFound
+from kgapp.graph.errors import GraphError, NotFound
 from kgapp.graph.ingest.normalize import canonical_name
 from kgapp.graph.ingest.vectors import entity_vectors
+from kgapp.graph.llm.client import LLMClient
+from kgapp.graph.llm.prompts import rank as rank_prompt
 from kgapp.graph.records import record_key
 from kgapp.graph.search import rerank
 from kgapp.graph.search.activation import ActivationConfig, Link, effective_confidence, spread
@@ -26,7 +28,7 @@ from kgapp.graph.store import TenantStore
 
 Scope = Literal["facts", "entities", "episodes"]
 Method = Literal["bm25", "cosine", "bfs", "activation"]
-Reranker = Literal["rrf", "mmr", "node_distance", "episode_mentions"]
+Reranker = Literal["rrf", "mmr", "node_distance", "episode_mentions", "cross_encoder"]
 HISTORY_HOPS = 64
 ACTIVATION = ActivationConfig()
 SEED_STRUCTURE = 0.3
@@ -80,7 +82,18 @@ class SearchResults:
     episodes: list[Hit] = field(default_factory=list)
 
 
-async def search(store: TenantStore, request: SearchRequest, embedder: Embedder) -> SearchResults:
+class RerankerUnavailable(GraphError):
+    """The cross-encoder reranker needs a model, and none is configured."""
+
+
+async def search(
+    store: TenantStore, request: SearchRequest, embedder: Embedder, llm: LLMClient | None = None
+) -> SearchResults:
+    if request.reranker == "cross_encoder" and llm is None:
+        raise RerankerUnavailable(
+            "the cross_encoder reranker needs a model: set OPENAI_BASE_URL or OPENAI_API_KEY,"
+            " or choose rrf, mmr, node_distance or episode_mentions"
+        )
     vector = None
     if "cosine" in request.methods or request.reranker == "mmr":
         vector = (await asyncio.to_thread(embedder.embed, [request.query]))[0]
@@ -95,8 +108,43 @@ async def search(store: TenantStore, request: SearchRequest, embedder: Embedder)
         results.entities = await _entities(store, request, vector, activated["entities"])
     if "episodes" in request.scopes:
         results.episodes = await _episodes(store, request)
+    if request.reranker == "cross_encoder" and llm is not None:
+        for kind in ("facts", "entities", "episodes"):
+            hits = getattr(results, kind)
+            setattr(results, kind, await _cross_encode(llm, request, hits, kind))
     await _count_retrievals(store, results.facts)
     return results
+
+
+async def _cross_encode(
+    llm: LLMClient, request: SearchRequest, hits: list[Hit], kind: str
+) -> list[Hit]:
+    """Rerank the fused candidates by the model's relevance judgement (one call)."""
+    if not hits:
+        return hits
+    candidates = hits[: rank_prompt.MAX_PASSAGES]
+    answer = await llm.structured(
+        task=rank_prompt.TASK,
+        schema=rank_prompt.Ranking,
+        system=rank_prompt.SYSTEM,
+        user=rank_prompt.user_prompt(request.query, [_passage(h, kind) for h in candidates]),
+    )
+    relevance = {p.index: p.relevance for p in answer.passages if 0 <= p.index < len(candidates)}
+    order = sorted(range(len(candidates)), key=lambda i: (-relevance.get(i, 0.0), i))
+    ranked = [candidates[i] for i in order]
+    for i, hit in zip(order, ranked, strict=True):
+        hit.score = relevance.get(i, 0.0)
+        hit.found_by = [*hit.found_by, "cross_encoder"]
+    return [h for h in ranked if h.score >= request.min_score][: request.limit]
+
+
+def _passage(hit: Hit, kind: str) -> str:
+    record = hit.record
+    if kind == "facts":
+        return str(record.get("fact", ""))
+    if kind == "entities":
+        return f"{record.get('name', '')}: {record.get('summary', '')}"
+    return str(record.get("content", ""))
 
 
 async def _count_retrievals(store: TenantStore, facts: list[Hit]) -> None:
@@ -201,6 +249,10 @@ async def _rank(
             methods.setdefault(key, []).append(method)
     fused = rerank.rrf([[record_key(r["id"]) for r in rows] for rows in found.values()])
     order = [key for key, _ in fused]
+    if request.reranker == "cross_encoder":
+        ranked = fused  # the model reranks these afterwards, across all kinds at once
+        hits = [Hit(k, v, methods[k], records[k]) for k, v in ranked if k in records]
+        return hits[: rank_prompt.MAX_PASSAGES]
     if request.reranker == "mmr" and vector is not None:
         ranked = rerank.mmr(
             vector,

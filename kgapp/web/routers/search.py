@@ -14,10 +14,11 @@ from kgapp.graph.records import parse_record_id, to_json
 from kgapp.graph.search import service
 from kgapp.graph.search.recipes import RECIPES
 from kgapp.graph.search.service import Moment, SearchRequest
+from kgapp.graph.store import TenantStore
 from kgapp.web.routers.tenant import DENIED
 from kgapp.web.schemas import ErrorOut
 from tenants.access import tenant_access
-from tenants.graph import embedder, tenant_graph
+from tenants.graph import embedder, llm_client, tenant_graph
 
 router = Router(tags=["retrieval"])
 
@@ -44,7 +45,7 @@ class SearchIn(TimeIn):
     methods: list[Literal["bm25", "cosine", "bfs"]] = Field(
         default=["bm25", "cosine"], min_length=1
     )
-    reranker: Literal["rrf", "mmr", "node_distance", "episode_mentions"] = "rrf"
+    reranker: Literal["rrf", "mmr", "node_distance", "episode_mentions", "cross_encoder"] = "rrf"
     center_entity: str | None = None
     limit: int = Field(default=10, ge=1, le=100)
     min_score: float = Field(default=0.0, ge=0)
@@ -73,8 +74,9 @@ def _utc(moment: datetime | None) -> datetime | None:
 
 
 def _hits(hits: list[service.Hit]) -> list[dict[str, Any]]:
+    # The hit's own score wins over a method's score left on the record.
     return [
-        {"id": h.id, "score": h.score, "found_by": h.found_by, **to_json(h.record)} for h in hits
+        {**to_json(h.record), "id": h.id, "score": h.score, "found_by": h.found_by} for h in hits
     ]
 
 
@@ -99,12 +101,16 @@ def search(request: HttpRequest, tenant: str, payload: SearchIn) -> dict[str, An
         relations=tuple(relation_name(r) for r in payload.relations),
         edge_types=tuple(payload.edge_types),
     )
-    results = tenant_graph(access.tenant).run(service.search, spec, embedder())
+    results = tenant_graph(access.tenant).run(_search, spec)
     return {
         "facts": _hits(results.facts),
         "entities": _hits(results.entities),
         "episodes": _hits(results.episodes),
     }
+
+
+async def _search(store: TenantStore, spec: SearchRequest) -> service.SearchResults:
+    return await service.search(store, spec, embedder(), llm=llm_client(store))
 
 
 @router.get("/t/{tenant}/entities", response={200: list[dict[str, Any]], **DENIED})
