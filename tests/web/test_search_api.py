@@ -164,3 +164,51 @@ def test_cross_encoder_reranks_through_the_model(two_tenants, scripted_llm, sett
     assert entities[0]["name"] == "Acme Corp" and entities[0]["score"] == 0.9
     assert all("cross_encoder" in e["found_by"] for e in entities)
     assert len(scripted_llm.chat_requests("rank_passages")) == 1
+
+
+@pytest.mark.parametrize("mode", ["local", "global", "hybrid", "mix"])
+def test_query_modes_assemble_context_as_of(two_tenants, mode) -> None:
+    (_, client, base), _ = two_tenants
+
+    def ask(body):
+        response = client.post(f"{base}/query", data=json.dumps(body), content_type="application/json")
+        assert response.status_code == 200, response.content
+        return response.json()
+
+    now = ask({"query": "Where does Alice work?", "mode": mode})
+    assert "Beta Inc" in now["context_text"] and "Gamma" not in now["context_text"]
+    assert [f["target_name"] for f in now["facts"]] == ["Beta Inc"]
+    past = ask({"query": "Where does Alice work?", "mode": mode, "as_of": "2024-01-20T00:00:00Z"})
+    assert [f["target_name"] for f in past["facts"]] == ["Acme Corp"]
+    assert "valid 2024-01-15 to 2024-02-01" in past["context_text"]
+
+
+def test_query_budgets_and_answers(two_tenants, scripted_llm, settings) -> None:
+    from kgapp.graph.ingest.chunking import count_tokens
+
+    (_, client, base), _ = two_tenants
+
+    def ask(body):
+        return client.post(f"{base}/query", data=json.dumps(body), content_type="application/json")
+
+    tight = ask({"query": "Alice", "max_total_tokens": 100, "max_entity_tokens": 50,
+                 "max_relation_tokens": 50}).json()
+    assert count_tokens(tight["context_text"]) <= 100
+    naive = ask({"query": "Alice", "mode": "naive"}).json()
+    assert naive["facts"] == [] and naive["entities"] == []
+    unavailable = ask({"query": "Where does Alice work?", "answer": True})
+    assert unavailable.status_code == 422 and "needs a model" in unavailable.json()["detail"]
+
+    def model(body):
+        task = body["response_format"]["json_schema"]["name"]
+        if task == "query_keywords":
+            return {"high_level": ["employment"], "low_level": ["Alice"]}
+        context = body["messages"][-1]["content"]
+        return {"answer": "Beta Inc" if "Alice WORKS_AT Beta Inc [valid 2024-02-01 to now]" in context else "unknown"}
+
+    scripted_llm.on_chat(model)
+    settings.OPENAI_BASE_URL, settings.OPENAI_API_KEY, settings.LLM_MAX_RETRIES = scripted_llm.base_url, "t", 0
+    answered = ask({"query": "Where does Alice work?", "answer": True})
+    assert answered.status_code == 200, answered.content
+    assert answered.json()["answer"] == "Beta Inc"
+    assert answered.json()["keywords"] == {"high_level": ["employment"], "low_level": ["Alice"]}

@@ -7,11 +7,14 @@ from typing import Any, Literal
 
 from django.http import HttpRequest
 from ninja import Query, Router, Schema
+from ninja.errors import HttpError
 from pydantic import Field
 
 from kgapp.graph.ingest.normalize import relation_name
 from kgapp.graph.records import parse_record_id, to_json
 from kgapp.graph.search import service
+from kgapp.graph.search.query import AnswerUnavailable, QueryRequest, QueryResult
+from kgapp.graph.search.query import query as run_query
 from kgapp.graph.search.recipes import RECIPES
 from kgapp.graph.search.service import Moment, SearchRequest
 from kgapp.graph.store import TenantStore
@@ -215,3 +218,39 @@ def graph(request: HttpRequest, tenant: str, params: Query[GraphIn]) -> Any:
             moment=moment,
         )
     )
+
+
+class QueryIn(TimeIn):
+    query: str = Field(min_length=1, max_length=2000)
+    mode: Literal["local", "global", "hybrid", "naive", "mix"] = "hybrid"
+    top_k: int = Field(default=10, ge=1, le=100)
+    max_entity_tokens: int = Field(default=1500, ge=50, le=50_000)
+    max_relation_tokens: int = Field(default=2500, ge=50, le=50_000)
+    max_total_tokens: int = Field(default=6000, ge=100, le=200_000)
+    answer: bool = False
+
+
+async def _query(store: TenantStore, spec: QueryRequest) -> QueryResult:
+    return await run_query(store, spec, embedder(), llm_client(store))
+
+
+@router.post("/t/{tenant}/query", response={200: dict[str, Any], 422: ErrorOut, **DENIED})
+def query(request: HttpRequest, tenant: str, payload: QueryIn) -> Any:
+    """LLM-ready context (entities, facts with their validity, source passages) by
+    LightRAG's modes, within token budgets; with `answer`, the model's answer too."""
+    access = tenant_access(request.user, tenant)
+    spec = QueryRequest(
+        question=payload.query,
+        mode=payload.mode,
+        moment=payload.moment(),
+        top_k=payload.top_k,
+        max_entity_tokens=payload.max_entity_tokens,
+        max_relation_tokens=payload.max_relation_tokens,
+        max_total_tokens=payload.max_total_tokens,
+        answer=payload.answer,
+    )
+    try:
+        result = tenant_graph(access.tenant).run(_query, spec)
+    except AnswerUnavailable as error:
+        raise HttpError(422, str(error)) from error
+    return to_json(vars(result))

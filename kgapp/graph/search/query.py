@@ -1,0 +1,234 @@
+"""LightRAG's dual-level retrieval, answering `POST query` with token-budgeted context.
+
+- local: low-level keywords -> entities -> their one-hop facts;
+- global: high-level keywords -> facts -> their endpoint entities;
+- hybrid: both, merged round-robin; naive: source passages only; mix: hybrid + passages.
+Every fact is read as of `as_of` / `known_at`. Budgets are in (approximate) tokens.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from itertools import chain, zip_longest
+from typing import Any, Literal
+
+from kgapp.graph.embeddings import Embedder
+from kgapp.graph.ingest.chunking import count_tokens
+from kgapp.graph.llm.client import LLMClient
+from kgapp.graph.llm.prompts import query as prompt
+from kgapp.graph.records import record_key
+from kgapp.graph.search.service import Moment, SearchRequest, entity_facts, search
+from kgapp.graph.store import TenantStore
+
+Mode = Literal["local", "global", "hybrid", "naive", "mix"]
+_WORD = re.compile(r"[A-Za-z][\w'-]+")
+_STOP = {
+    "what",
+    "who",
+    "where",
+    "when",
+    "which",
+    "does",
+    "did",
+    "the",
+    "and",
+    "for",
+    "with",
+    "about",
+    "from",
+    "that",
+    "this",
+    "have",
+    "has",
+    "how",
+    "are",
+    "was",
+    "were",
+    "is",
+}
+
+
+@dataclass(frozen=True)
+class QueryRequest:
+    question: str
+    mode: Mode = "hybrid"
+    moment: Moment = field(default_factory=Moment.of)
+    top_k: int = 10
+    max_entity_tokens: int = 1500
+    max_relation_tokens: int = 2500
+    max_total_tokens: int = 6000
+    answer: bool = False
+
+
+@dataclass
+class QueryResult:
+    keywords: dict[str, list[str]]
+    entities: list[dict[str, Any]]
+    facts: list[dict[str, Any]]
+    chunks: list[dict[str, Any]]
+    context_text: str
+    answer: str | None = None
+
+
+class AnswerUnavailable(ValueError):
+    pass
+
+
+async def query(
+    store: TenantStore, request: QueryRequest, embedder: Embedder, llm: LLMClient | None
+) -> QueryResult:
+    if request.answer and llm is None:
+        raise AnswerUnavailable("answering needs a model: set OPENAI_BASE_URL or OPENAI_API_KEY")
+    keywords = await _keywords(request.question, llm)
+    entities: list[dict[str, Any]] = []
+    facts: list[dict[str, Any]] = []
+    if request.mode in ("local", "hybrid", "mix"):
+        local_entities, local_facts = await _local(store, request, keywords["low_level"], embedder)
+        entities, facts = local_entities, local_facts
+    if request.mode in ("global", "hybrid", "mix"):
+        global_facts, global_entities = await _global(
+            store, request, keywords["high_level"], embedder
+        )
+        entities = _round_robin(entities, global_entities)
+        facts = _round_robin(facts, global_facts)
+    chunks = []
+    if request.mode in ("naive", "mix"):
+        found = await search(
+            store,
+            SearchRequest(
+                query=request.question,
+                scopes=("episodes",),
+                methods=("bm25",),
+                limit=request.top_k,
+                moment=request.moment,
+            ),
+            embedder,
+        )
+        chunks = [h.record for h in found.episodes]
+    entities = _within(entities, request.max_entity_tokens, _entity_line)
+    facts = _within(facts, request.max_relation_tokens, _fact_line)
+    text = _context(entities, facts, chunks, request.max_total_tokens)
+    result = QueryResult(keywords, entities, facts, chunks, text)
+    if request.answer and llm is not None:
+        answer = await llm.structured(
+            task=prompt.ANSWER_TASK,
+            schema=prompt.Answer,
+            system=prompt.ANSWER_SYSTEM,
+            user=prompt.answer_prompt(request.question, text),
+        )
+        result.answer = answer.answer
+    return result
+
+
+async def _keywords(question: str, llm: LLMClient | None) -> dict[str, list[str]]:
+    if llm is not None:
+        found = await llm.structured(
+            task=prompt.KEYWORDS_TASK,
+            schema=prompt.Keywords,
+            system=prompt.KEYWORDS_SYSTEM,
+            user=prompt.keywords_prompt(question),
+        )
+        return {"high_level": found.high_level[:10], "low_level": found.low_level[:10]}
+    # Without a model: capitalised words are the specific (low-level) keywords, the
+    # other content words the themes.
+    words = [w for w in _WORD.findall(question) if w.lower() not in _STOP]
+    low = [w for w in words if w[0].isupper()]
+    high = [w for w in words if not w[0].isupper()]
+    return {"high_level": high or words, "low_level": low or words}
+
+
+async def _local(
+    store: TenantStore, request: QueryRequest, words: list[str], embedder: Embedder
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    found = await search(
+        store,
+        SearchRequest(
+            query=" ".join(words) or request.question,
+            scopes=("entities",),
+            limit=request.top_k,
+            moment=request.moment,
+        ),
+        embedder,
+    )
+    entities = [h.record for h in found.entities]
+    facts: dict[str, dict[str, Any]] = {}
+    for entity in entities:
+        for fact in await entity_facts(store, entity["id"], request.moment):
+            facts.setdefault(record_key(fact["id"]), fact)
+    return entities, list(facts.values())
+
+
+async def _global(
+    store: TenantStore, request: QueryRequest, words: list[str], embedder: Embedder
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    found = await search(
+        store,
+        SearchRequest(
+            query=" ".join(words) or request.question,
+            scopes=("facts",),
+            limit=request.top_k,
+            moment=request.moment,
+        ),
+        embedder,
+    )
+    facts = [h.record for h in found.facts]
+    ends: dict[str, dict[str, Any]] = {}
+    for fact in facts:
+        for end, name in (
+            (fact["source"], fact["source_name"]),
+            (fact["target"], fact["target_name"]),
+        ):
+            ends.setdefault(record_key(end), {"id": end, "name": name})
+    return facts, list(ends.values())
+
+
+def _round_robin(first: list[dict[str, Any]], second: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    merged: dict[str, dict[str, Any]] = {}
+    for item in chain.from_iterable(zip_longest(first, second)):
+        if item is not None:
+            merged.setdefault(record_key(item["id"]), item)
+    return list(merged.values())
+
+
+def _entity_line(entity: dict[str, Any]) -> str:
+    summary = entity.get("summary") or ""
+    return f"- {entity.get('name', '')} ({entity.get('entity_type', 'Entity')}): {summary}".rstrip(
+        ": "
+    )
+
+
+def _fact_line(fact: dict[str, Any]) -> str:
+    until = fact["invalid_at"].date().isoformat() if fact.get("invalid_at") else "now"
+    return f"- {fact['fact']} [valid {fact['valid_at'].date().isoformat()} to {until}]"
+
+
+def _within(items: list[dict[str, Any]], budget: int, line: Any) -> list[dict[str, Any]]:
+    kept, used = [], 0
+    for item in items:
+        cost = count_tokens(line(item))
+        if used + cost > budget:
+            break
+        kept.append(item)
+        used += cost
+    return kept
+
+
+def _context(
+    entities: list[dict[str, Any]],
+    facts: list[dict[str, Any]],
+    chunks: list[dict[str, Any]],
+    budget: int,
+) -> str:
+    lines = ["## Entities", *map(_entity_line, entities), "", "## Facts", *map(_fact_line, facts)]
+    if chunks:
+        lines += ["", "## Sources"]
+        lines += [f"- [{record_key(c['id'])}] {c['content']}" for c in chunks]
+    kept, used = [], 0
+    for text in lines:
+        cost = count_tokens(text)
+        if used + cost > budget:
+            break
+        kept.append(text)
+        used += cost
+    return "\n".join(kept).strip()
