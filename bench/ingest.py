@@ -40,15 +40,72 @@ from kgapp.graph.store import Pool, StoreConfig, TenantStore  # noqa: E402
 from tests.graph.recorded import episode_of  # noqa: E402
 from tests.llm_server import ScriptedLLM, embedding_of  # noqa: E402
 
-FIRST = ["Ada", "Bilal", "Chen", "Dmitri", "Esther", "Farouk", "Gwen", "Hiroshi", "Ines",
-         "Jonas", "Kemi", "Luca", "Mei", "Nadia", "Omar", "Priya", "Quentin", "Rosa"]
-LAST = ["Okafor", "Petrov", "Tanaka", "Haddad", "Llewellyn", "Moreau", "Singh", "Novak",
-        "Ferreira", "Kowalski", "Andersen", "Castillo"]
-ORGS = ["Acme Corp", "Globex", "Initech", "Umbrella Labs", "Stark Industries", "Wayne Enterprises",
-        "Hooli", "Vandelay Industries", "Soylent Inc", "Cyberdyne Systems", "Tyrell Corp",
-        "Wonka Industries", "Aperture Science", "Massive Dynamic", "Oscorp", "Pied Piper"]
-CITIES = ["Lisbon", "Osaka", "Nairobi", "Montreal", "Krakow", "Valparaiso", "Tbilisi",
-          "Auckland", "Reykjavik", "Marrakesh", "Hanoi", "Bergen"]
+FIRST = [
+    "Ada",
+    "Bilal",
+    "Chen",
+    "Dmitri",
+    "Esther",
+    "Farouk",
+    "Gwen",
+    "Hiroshi",
+    "Ines",
+    "Jonas",
+    "Kemi",
+    "Luca",
+    "Mei",
+    "Nadia",
+    "Omar",
+    "Priya",
+    "Quentin",
+    "Rosa",
+]
+LAST = [
+    "Okafor",
+    "Petrov",
+    "Tanaka",
+    "Haddad",
+    "Llewellyn",
+    "Moreau",
+    "Singh",
+    "Novak",
+    "Ferreira",
+    "Kowalski",
+    "Andersen",
+    "Castillo",
+]
+ORGS = [
+    "Acme Corp",
+    "Globex",
+    "Initech",
+    "Umbrella Labs",
+    "Stark Industries",
+    "Wayne Enterprises",
+    "Hooli",
+    "Vandelay Industries",
+    "Soylent Inc",
+    "Cyberdyne Systems",
+    "Tyrell Corp",
+    "Wonka Industries",
+    "Aperture Science",
+    "Massive Dynamic",
+    "Oscorp",
+    "Pied Piper",
+]
+CITIES = [
+    "Lisbon",
+    "Osaka",
+    "Nairobi",
+    "Montreal",
+    "Krakow",
+    "Valparaiso",
+    "Tbilisi",
+    "Auckland",
+    "Reykjavik",
+    "Marrakesh",
+    "Hanoi",
+    "Bergen",
+]
 
 
 def episodes(count: int, seed: int = 7) -> list[EpisodeInput]:
@@ -74,25 +131,41 @@ def scripted_answer(body: dict[str, Any]) -> dict[str, Any]:
     if body["response_format"]["json_schema"]["name"] == "resolve_graph":
         return {"entities": [], "facts": []}
     text = episode_of(body).removesuffix(".")
-    for verb, relation, target_type in ((" works at ", "WORKS_AT", "Organization"),
-                                        (" moved to ", "LIVES_IN", "Location"),
-                                        (" joined ", "WORKS_AT", "Organization")):
+    for verb, relation, target_type in (
+        (" works at ", "WORKS_AT", "Organization"),
+        (" moved to ", "LIVES_IN", "Location"),
+        (" joined ", "WORKS_AT", "Organization"),
+    ):
         if verb in text:
             person, _, target = text.partition(verb)
             target = target.removesuffix(" last month")
             return {
-                "entities": [{"name": person, "entity_type": "Person", "summary": text},
-                             {"name": target, "entity_type": target_type, "summary": ""}],
-                "facts": [{"source": person, "relation": relation, "target": target,
-                           "fact": text + ".", "edge_type": "semantic", "confidence": 0.9,
-                           "valid_at": None, "invalid_at": None}],
+                "entities": [
+                    {"name": person, "entity_type": "Person", "summary": text},
+                    {"name": target, "entity_type": target_type, "summary": ""},
+                ],
+                "facts": [
+                    {
+                        "source": person,
+                        "relation": relation,
+                        "target": target,
+                        "fact": text + ".",
+                        "edge_type": "semantic",
+                        "confidence": 0.9,
+                        "valid_at": None,
+                        "invalid_at": None,
+                    }
+                ],
             }
     return {"entities": [], "facts": []}
 
 
 def api_embedder() -> Embedder:
-    return OpenAIEmbedder(name="scripted", dimension=384,
-                          embed_batch=lambda texts: [embedding_of(t, 384) for t in texts])
+    return OpenAIEmbedder(
+        name="scripted",
+        dimension=384,
+        embed_batch=lambda texts: [embedding_of(t, 384) for t in texts],
+    )
 
 
 class TimedLLM(LLMClient):
@@ -114,12 +187,18 @@ async def new_store(url: str, namespace: str) -> TenantStore:
     return store
 
 
-async def per_episode(url: str, base_url: str, items: list[EpisodeInput], embedder: Embedder,
-                      namespace: str) -> dict[str, float]:
+async def per_episode(
+    url: str, base_url: str, items: list[EpisodeInput], embedder: Embedder, namespace: str
+) -> dict[str, float]:
     store = await new_store(url, namespace)
     llm = TimedLLM(LLMConfig(base_url=base_url, api_key="bench", model="scripted"))
-    ctx = IngestContext(store=store, ontology=await ontology_load(store), embedder=embedder,
-                        llm=llm, now=datetime.now(UTC))
+    ctx = IngestContext(
+        store=store,
+        ontology=await ontology_load(store),
+        embedder=embedder,
+        llm=llm,
+        now=datetime.now(UTC),
+    )
     non_llm = []
     for episode in items:
         spent_before, started = llm.spent, time.perf_counter()
@@ -158,8 +237,10 @@ def two_workers(url: str, base_url: str, items: list[EpisodeInput], embed: str) 
         local_embedder().embed(["warm up"])
     halves = [items[0::2], items[1::2]]
     context = multiprocessing.get_context("fork")
-    processes = [context.Process(target=worker, args=(url, base_url, half, namespace, embed))
-                 for half in halves]
+    processes = [
+        context.Process(target=worker, args=(url, base_url, half, namespace, embed))
+        for half in halves
+    ]
     started = time.perf_counter()
     for process in processes:
         process.start()
@@ -179,16 +260,29 @@ def main() -> None:
     try:
         local_embedder().embed(["warm up"])
         print(f"ingestion of {count} episodes, zero-latency scripted model, SurrealDB mem://")
-        for label, embedder in (("local MiniLM embeddings", local_embedder()),
-                                ("API embeddings (scripted)", api_embedder())):
-            figures = asyncio.run(per_episode(server.url, llm_server.base_url, items, embedder,
-                                              f"t_bench_{label.split()[0].lower()}"))
+        for label, embedder in (
+            ("local MiniLM embeddings", local_embedder()),
+            ("API embeddings (scripted)", api_embedder()),
+        ):
+            figures = asyncio.run(
+                per_episode(
+                    server.url,
+                    llm_server.base_url,
+                    items,
+                    embedder,
+                    f"t_bench_{label.split()[0].lower()}",
+                )
+            )
             print(f"  {label}:")
-            print(f"    LLM calls/episode {figures['calls_per_episode']:.2f}, "
-                  f"tokens/episode {figures['tokens_per_episode']:.0f}")
-            print(f"    non-LLM time/episode: median {figures['median_ms']:.1f} ms, "
-                  f"p95 {figures['p95_ms']:.1f} ms (+ {figures['index_ms_per_episode']:.1f} ms "
-                  f"batched fact indexing)")
+            print(
+                f"    LLM calls/episode {figures['calls_per_episode']:.2f}, "
+                f"tokens/episode {figures['tokens_per_episode']:.0f}"
+            )
+            print(
+                f"    non-LLM time/episode: median {figures['median_ms']:.1f} ms, "
+                f"p95 {figures['p95_ms']:.1f} ms (+ {figures['index_ms_per_episode']:.1f} ms "
+                f"batched fact indexing)"
+            )
         for embed in ("local", "api"):
             rate = two_workers(server.url, llm_server.base_url, items, embed)
             print(f"  2 worker processes, {embed} embeddings: {rate:.1f} episodes/s")

@@ -18,10 +18,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from kgapp import surreal_server  # noqa: E402
+from kgapp.graph import jobs, queries, schema  # noqa: E402
 from kgapp.graph.store import GraphRuntime, StoreConfig  # noqa: E402
 
-WRITE = "CREATE ONLY item CONTENT {name: $name, n: $n}"
-READ = "SELECT * FROM ONLY $id"
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def percentiles(samples: list[float]) -> str:
@@ -41,17 +41,17 @@ def main() -> None:
     runtime = GraphRuntime(StoreConfig(url=server.url))
     graph = runtime.tenant("t_bench")
     try:
-        graph.query("DEFINE TABLE IF NOT EXISTS item SCHEMALESS")
+        graph.run(schema.migrate, schema.load_migrations(ROOT / "schema"), embedding_dim=384)
         for _ in range(50):  # warm the pool
-            graph.query("RETURN 1")
+            graph.query(queries.PING)
         sync_ping, sync_write, sync_read = [], [], []
         for i in range(n):
             t0 = time.perf_counter()
-            graph.query("RETURN 1")
+            graph.query(queries.PING)
             t1 = time.perf_counter()
-            row = graph.query(WRITE, {"name": f"item {i}", "n": i})[-1]
+            row = graph.run(jobs.job_create, kind=f"bench {i}")
             t2 = time.perf_counter()
-            graph.query(READ, {"id": row["id"]})
+            graph.run(jobs.job_get, row["id"])
             t3 = time.perf_counter()
             sync_ping.append(t1 - t0)
             sync_write.append(t2 - t1)
@@ -61,15 +61,15 @@ def main() -> None:
             samples = []
             for _ in range(n):
                 t0 = time.perf_counter()
-                await graph.aquery("RETURN 1")
+                await graph.aquery(queries.PING)
                 samples.append(time.perf_counter() - t0)
             return samples
 
         async_ping = asyncio.run(from_other_loop())
         print(f"store round trips, n={n}, {platform.machine()} {platform.python_version()}")
         print(f"  sync  RETURN 1            {percentiles(sync_ping)}")
-        print(f"  sync  CREATE (1 record)   {percentiles(sync_write)}")
-        print(f"  sync  SELECT by id        {percentiles(sync_read)}")
+        print(f"  sync  CREATE (a job)      {percentiles(sync_write)}")
+        print(f"  sync  SELECT by id (job)  {percentiles(sync_read)}")
         print(f"  async RETURN 1 (2nd loop) {percentiles(async_ping)}")
     finally:
         runtime.close()

@@ -18,7 +18,13 @@ from kgapp.graph.ingest.chunking import count_tokens
 from kgapp.graph.llm.client import LLMClient
 from kgapp.graph.llm.prompts import query as prompt
 from kgapp.graph.records import record_key
-from kgapp.graph.search.service import Moment, SearchRequest, entity_facts, search
+from kgapp.graph.search.service import (
+    Moment,
+    SearchRequest,
+    entity_facts,
+    fact_endpoints,
+    search,
+)
 from kgapp.graph.store import TenantStore
 
 Mode = Literal["local", "global", "hybrid", "naive", "mix"]
@@ -173,14 +179,7 @@ async def _global(
         embedder,
     )
     facts = [h.record for h in found.facts]
-    ends: dict[str, dict[str, Any]] = {}
-    for fact in facts:
-        for end, name in (
-            (fact["source"], fact["source_name"]),
-            (fact["target"], fact["target_name"]),
-        ):
-            ends.setdefault(record_key(end), {"id": end, "name": name})
-    return facts, list(ends.values())
+    return facts, fact_endpoints(facts)
 
 
 def _round_robin(first: list[dict[str, Any]], second: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -204,14 +203,18 @@ def _fact_line(fact: dict[str, Any]) -> str:
 
 
 def _within(items: list[dict[str, Any]], budget: int, line: Any) -> list[dict[str, Any]]:
-    kept, used = [], 0
-    for item in items:
-        cost = count_tokens(line(item))
-        if used + cost > budget:
-            break
-        kept.append(item)
-        used += cost
-    return kept
+    """The leading items whose lines fit in `budget` tokens."""
+    return items[: _fitting([line(item) for item in items], budget)]
+
+
+def _fitting(lines: list[str], budget: int) -> int:
+    """How many leading lines fit in `budget` tokens."""
+    used = 0
+    for count, text in enumerate(lines):
+        used += count_tokens(text)
+        if used > budget:
+            return count
+    return len(lines)
 
 
 def _context(
@@ -224,11 +227,4 @@ def _context(
     if chunks:
         lines += ["", "## Sources"]
         lines += [f"- [{record_key(c['id'])}] {c['content']}" for c in chunks]
-    kept, used = [], 0
-    for text in lines:
-        cost = count_tokens(text)
-        if used + cost > budget:
-            break
-        kept.append(text)
-        used += cost
-    return "\n".join(kept).strip()
+    return "\n".join(lines[: _fitting(lines, budget)]).strip()

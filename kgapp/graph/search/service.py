@@ -208,14 +208,7 @@ async def _entities(
         facts = await facts_near(
             store, [request.center_entity], request.moment, depth=request.bfs_depth, limit=pool
         )
-        ends: dict[str, dict[str, Any]] = {}
-        for fact in facts:
-            for end, name in (
-                (fact["source"], fact["source_name"]),
-                (fact["target"], fact["target_name"]),
-            ):
-                ends.setdefault(record_key(end), {"id": end, "name": name})
-        found["bfs"] = list(ends.values())
+        found["bfs"] = fact_endpoints(facts)
     if activated:
         found["activation"] = activated
     return await _rank(store, request, found, vector, kind="entities")
@@ -417,6 +410,18 @@ def _record(key: str) -> RecordID:
 
 
 # --- graph reads ---------------------------------------------------------------------
+
+
+def fact_endpoints(facts: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The entities at either end of `facts`, once each, in order of appearance."""
+    ends: dict[str, dict[str, Any]] = {}
+    for fact in facts:
+        for end, name in (
+            (fact["source"], fact["source_name"]),
+            (fact["target"], fact["target_name"]),
+        ):
+            ends.setdefault(record_key(end), {"id": end, "name": name})
+    return list(ends.values())
 
 
 async def graph_elements(
