@@ -540,3 +540,7 @@ SELECT id, in AS source, out AS target, relation, edge_type, fact, confidence, v
     invalid_at, created_at, expired_at, supersedes, superseded_by, revision_of
 FROM relates_to WITH INDEX relates_to_in_relation WHERE in IN $entities LIMIT $limit;
 """
+
+# Bulk loading (benchmarks, imports): rows carry their ids.
+ENTITIES_BULK_INSERT = "INSERT INTO entity $rows RETURN NONE;"
+FACTS_BULK_INSERT = "INSERT RELATION INTO relates_to $rows RETURN NONE;"
