@@ -56,7 +56,7 @@ def entity(name: str, kind: str) -> dict:
 
 def build(count: int, seed: int = 11) -> tuple[list[dict], list[dict]]:
     rng = random.Random(seed)
-    people = [entity(f"{f} {l}", "Person") for f in FIRST for l in LAST]
+    people = [entity(f"{first} {last}", "Person") for first in FIRST for last in LAST]
     orgs = [entity(f"{o} {s}", "Organization") for o in ORGS for s in SUFFIX]
     cities = [entity(c, "Location") for c in CITIES]
     pools = {"org": orgs, "city": cities, "person": people}
