@@ -32,9 +32,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 from kgapp import surreal_server  # noqa: E402
 from kgapp.graph import jobs, schema  # noqa: E402
 from kgapp.graph.embeddings import Embedder, OpenAIEmbedder, local_embedder  # noqa: E402
-from kgapp.graph.ingest.model import EpisodeInput, IngestContext  # noqa: E402
-from kgapp.graph.ingest.ontology import ontology_load  # noqa: E402
-from kgapp.graph.ingest.pipeline import index_facts, ingest_episode, ingest_job  # noqa: E402
+from kgapp.graph.ingest.model import EpisodeInput  # noqa: E402
+from kgapp.graph.ingest.pipeline import index_facts, ingest_context, ingest_episode, ingest_job  # noqa: E402
 from kgapp.graph.llm.client import LLMClient, LLMConfig  # noqa: E402
 from kgapp.graph.store import Pool, StoreConfig, TenantStore  # noqa: E402
 from tests.graph.recorded import episode_of  # noqa: E402
@@ -192,13 +191,7 @@ async def per_episode(
 ) -> dict[str, float]:
     store = await new_store(url, namespace)
     llm = TimedLLM(LLMConfig(base_url=base_url, api_key="bench", model="scripted"))
-    ctx = IngestContext(
-        store=store,
-        ontology=await ontology_load(store),
-        embedder=embedder,
-        llm=llm,
-        now=datetime.now(UTC),
-    )
+    ctx = await ingest_context(store, embedder=embedder, llm=llm)
     non_llm = []
     for episode in items:
         spent_before, started = llm.spent, time.perf_counter()

@@ -225,8 +225,6 @@ SELECT name, entity_type, entity.id AS entity, entity.merged_into AS merged_into
 WHERE name IN $names;
 """
 
-ENTITY_BY_ID = "SELECT id, name, canonical_name, entity_type, summary, merged_into FROM ONLY $id;"
-
 # Entities created since a moment (all when NONE), with their name vectors, for the
 # in-process copy used by resolution (kgapp/graph/ingest/vectors.py).
 ENTITY_VECTORS_ALL = """
@@ -299,10 +297,6 @@ UPDATE ONLY $job SET progress = $progress, total = $total, counts = $counts,
     timings = $timings, phase = $phase, updated_at = time::now();
 """
 
-JOB_PAUSE = """
-UPDATE ONLY $job SET status = 'paused', updated_at = time::now(), error = $error;
-"""
-
 LLM_CACHE_GET = "SELECT VALUE response FROM ONLY llm_cache WHERE key = $key LIMIT 1;"
 
 LLM_CACHE_PUT = """
@@ -360,8 +354,6 @@ DOCUMENT_LIST = """
 SELECT * OMIT text, messages FROM document WHERE $status = NONE OR status = $status
 ORDER BY created_at DESC LIMIT $limit START $offset;
 """
-
-EPISODE_GET = "SELECT * OMIT content_embedding FROM ONLY $id;"
 
 EPISODE_LIST = """
 SELECT * OMIT content_embedding FROM episode
@@ -504,11 +496,6 @@ FROM episode WHERE content @1,OR@ $query ORDER BY score DESC LIMIT $limit;
 """
 
 ENTITY_MENTION_COUNT = "SELECT VALUE count(<-mentions) FROM ONLY $id;"
-
-FACT_CHAIN_LINKS = """
-SELECT id, supersedes, superseded_by, revision_of, episodes, fact, valid_at, invalid_at,
-    created_at, expired_at FROM ONLY $id;
-"""
 
 FACT_REVISIONS = "SELECT VALUE id FROM relates_to WHERE revision_of = $id;"
 

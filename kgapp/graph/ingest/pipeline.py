@@ -55,7 +55,7 @@ async def ingest_episode(ctx: IngestContext, episode: EpisodeInput) -> RecordID 
     baseline = Counter(ctx.counts)
     for attempt in range(PERSIST_ATTEMPTS):
         try:
-            await _resolve_and_persist(ctx, work)
+            await resolve_and_persist(ctx, work)
             return work.record
         except UniqueViolation:
             # Another worker wrote the same entity or fact a moment ago: re-read and redo
@@ -71,7 +71,7 @@ async def ingest_episode(ctx: IngestContext, episode: EpisodeInput) -> RecordID 
     return None
 
 
-async def _resolve_and_persist(ctx: IngestContext, work: EpisodeWork) -> None:
+async def resolve_and_persist(ctx: IngestContext, work: EpisodeWork) -> None:
     ctx.now = datetime.now(UTC)
     await resolve_entities(ctx, work)
     known, summaries = await existing_facts(ctx, work)
@@ -80,6 +80,19 @@ async def _resolve_and_persist(ctx: IngestContext, work: EpisodeWork) -> None:
         known, summaries = await existing_facts(ctx, work)
     resolve_facts(ctx, work, known, decisions)
     await persist(ctx, work, summaries)
+
+
+async def ingest_context(
+    store: TenantStore, *, embedder: Embedder, llm: LLMClient | None
+) -> IngestContext:
+    """What the stages of a job share: the store, the tenant's ontology, the models."""
+    return IngestContext(
+        store=store,
+        ontology=await ontology_load(store),
+        embedder=embedder,
+        llm=llm,
+        now=datetime.now(UTC),
+    )
 
 
 async def ingest_job(
@@ -97,13 +110,7 @@ async def ingest_job(
     the others go on. Exhausted LLM quota pauses the job. The store being unreachable
     propagates, so the task can retry (episodes already written are skipped then).
     """
-    ctx = IngestContext(
-        store=store,
-        ontology=await ontology_load(store),
-        embedder=embedder,
-        llm=llm,
-        now=datetime.now(UTC),
-    )
+    ctx = await ingest_context(store, embedder=embedder, llm=llm)
     report = IngestReport()
     total = offset + len(episodes)
     for index, episode in enumerate(episodes, start=offset):

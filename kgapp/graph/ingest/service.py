@@ -16,10 +16,14 @@ from kgapp.graph.errors import GraphError, NotFound
 from kgapp.graph.ingest.chunking import chunk_text, group_messages
 from kgapp.graph.ingest.documents import Message, ParsedDocument, format_messages
 from kgapp.graph.ingest.extract import drafts_from, parse_when
-from kgapp.graph.ingest.model import EpisodeInput, EpisodeWork, IngestContext
+from kgapp.graph.ingest.model import EpisodeInput, EpisodeWork
 from kgapp.graph.ingest.normalize import content_hash
-from kgapp.graph.ingest.ontology import ontology_load
-from kgapp.graph.ingest.pipeline import IngestReport, _resolve_and_persist, ingest_job
+from kgapp.graph.ingest.pipeline import (
+    IngestReport,
+    ingest_context,
+    ingest_job,
+    resolve_and_persist,
+)
 from kgapp.graph.ingest.prepare import episode_record, saga_record
 from kgapp.graph.llm.client import LLMClient
 from kgapp.graph.llm.prompts.extract import ExtractedEntity, ExtractedFact, Extraction
@@ -274,9 +278,8 @@ async def fact_add(
         reference_time=valid_at or now,
         source_description=f"fact added through the API by {created_by or 'unknown'}",
     )
-    ctx = IngestContext(
-        store=store, ontology=await ontology_load(store), embedder=embedder, llm=None, now=now
-    )
+    ctx = await ingest_context(store, embedder=embedder, llm=None)
+    ctx.now = now
     work = EpisodeWork(
         input=episode,
         record=episode_record(episode, content_hash(episode.content)),
@@ -286,7 +289,7 @@ async def fact_add(
     drafts_from(ctx, work, extraction)
     if not work.facts:
         raise ValueError("the fact needs two different entities")
-    await _resolve_and_persist(ctx, work)
+    await resolve_and_persist(ctx, work)
     draft = work.facts[0]
     record = draft.record if draft.duplicate_of is None else draft.duplicate_of["id"]
     return to_json(await store.query_one(queries.FACT_GET, {"id": record}))

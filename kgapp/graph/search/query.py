@@ -19,7 +19,9 @@ from kgapp.graph.llm.client import LLMClient
 from kgapp.graph.llm.prompts import query as prompt
 from kgapp.graph.records import record_key
 from kgapp.graph.search.service import (
+    Hit,
     Moment,
+    Scope,
     SearchRequest,
     entity_facts,
     fact_endpoints,
@@ -144,20 +146,24 @@ async def _keywords(question: str, llm: LLMClient | None) -> dict[str, list[str]
     return {"high_level": high or words, "low_level": low or words}
 
 
+async def _keyword_search(
+    store: TenantStore, request: QueryRequest, words: list[str], scope: Scope, embedder: Embedder
+) -> list[Hit]:
+    """Hybrid search of one scope by the keywords (the question when there are none)."""
+    spec = SearchRequest(
+        query=" ".join(words) or request.question,
+        scopes=(scope,),
+        limit=request.top_k,
+        moment=request.moment,
+    )
+    return getattr(await search(store, spec, embedder), scope)
+
+
 async def _local(
     store: TenantStore, request: QueryRequest, words: list[str], embedder: Embedder
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    found = await search(
-        store,
-        SearchRequest(
-            query=" ".join(words) or request.question,
-            scopes=("entities",),
-            limit=request.top_k,
-            moment=request.moment,
-        ),
-        embedder,
-    )
-    entities = [h.record for h in found.entities]
+    hits = await _keyword_search(store, request, words, "entities", embedder)
+    entities = [h.record for h in hits]
     facts: dict[str, dict[str, Any]] = {}
     for entity in entities:
         for fact in await entity_facts(store, entity["id"], request.moment):
@@ -168,17 +174,8 @@ async def _local(
 async def _global(
     store: TenantStore, request: QueryRequest, words: list[str], embedder: Embedder
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    found = await search(
-        store,
-        SearchRequest(
-            query=" ".join(words) or request.question,
-            scopes=("facts",),
-            limit=request.top_k,
-            moment=request.moment,
-        ),
-        embedder,
-    )
-    facts = [h.record for h in found.facts]
+    hits = await _keyword_search(store, request, words, "facts", embedder)
+    facts = [h.record for h in hits]
     return facts, fact_endpoints(facts)
 
 
