@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from kgapp.graph import queries
+from kgapp.graph.errors import UniqueViolation
 from kgapp.graph.store import TenantStore
 
 NAMESPACE_PREFIX = "t_"
@@ -19,8 +21,20 @@ async def namespace_define(root: TenantStore, namespace: str, database: str) -> 
     await root.query(queries.define_namespace(namespace, database))
 
 
-async def namespace_remove(root: TenantStore, namespace: str) -> None:
-    await root.query(queries.remove_namespace(namespace))
+async def namespace_remove(root: TenantStore, namespace: str, *, attempts: int = 5) -> None:
+    """Drop a namespace and everything in it.
+
+    Removal touches every key of the namespace, so it conflicts with any write still in
+    flight there (a live query being killed, a job's last progress update); it retries.
+    """
+    for attempt in range(attempts):
+        try:
+            await root.query(queries.remove_namespace(namespace))
+            return
+        except UniqueViolation:
+            if attempt == attempts - 1:
+                raise
+            await asyncio.sleep(0.05 * 2**attempt)
 
 
 async def namespace_names(root: TenantStore) -> list[str]:
