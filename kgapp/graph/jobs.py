@@ -20,11 +20,22 @@ class JobNotFound(NotFound):
 
 
 async def job_create(
-    store: TenantStore, *, kind: str, total: int = 1, created_by: str | None = None
+    store: TenantStore,
+    *,
+    kind: str,
+    total: int = 1,
+    created_by: str | None = None,
+    params: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     return await store.query_one(
-        queries.JOB_CREATE, {"kind": kind, "total": total, "created_by": created_by}
+        queries.JOB_CREATE,
+        {"kind": kind, "total": total, "created_by": created_by, "params": params or {}},
     )
+
+
+async def jobs_active(store: TenantStore, kind: str) -> int:
+    """Jobs of `kind` queued or running."""
+    return int(await store.query_one(queries.JOBS_ACTIVE, {"kind": kind}) or 0)
 
 
 async def job_get(store: TenantStore, job: RecordID) -> dict[str, Any]:

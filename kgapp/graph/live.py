@@ -10,16 +10,25 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from kgapp.graph import queries
-from kgapp.graph.errors import GraphUnavailable
-from kgapp.graph.store import Connection, StoreConfig, check_response, open_connection
+from kgapp.graph.errors import GraphError, GraphUnavailable
+from kgapp.graph.store import (
+    Connection,
+    StoreConfig,
+    TenantStore,
+    check_response,
+    open_connection,
+)
 
 # How often a quiet subscription checks that its socket is still alive.
 _WATCH_INTERVAL = 1.0
+# A watcher that missed more than this reloads its view instead of replaying.
+REPLAY_MOST = 5000
 
 
 @dataclass(frozen=True)
@@ -28,6 +37,7 @@ class Change:
     table: str
     record: str  # "table:key"
     data: dict[str, Any]
+    versionstamp: int | None = None  # set on changes replayed from a change feed
 
 
 class LiveSubscription:
@@ -90,5 +100,60 @@ def to_change(table: str, note: dict[str, Any]) -> Change:
         action=str(note.get("action", "")).upper(),
         table=table,
         record=str(record),
-        data=data if isinstance(data, dict) else {},
+        data=_shown(data),
     )
+
+
+def _shown(data: Any) -> dict[str, Any]:
+    """A record as watchers get it: without its vectors (kilobytes nobody draws)."""
+    if not isinstance(data, dict):
+        return {}
+    return {k: v for k, v in data.items() if not k.endswith("_embedding")}
+
+
+class ReplayTooLong(GraphError):
+    """More changes were missed than a replay sends: reload instead."""
+
+
+async def changes_since(
+    store: TenantStore,
+    since: datetime,
+    tables: Iterable[str] = queries.LIVE_TABLES,
+    *,
+    most: int = REPLAY_MOST,
+) -> list[Change]:
+    """What the tables' change feeds recorded from `since` on, in commit order, as the
+    changes a live watcher would have seen (an update carries the whole record)."""
+    found: list[Change] = []
+    for table in sorted(queries.check_table(t, queries.LIVE_TABLES) for t in tables):
+        cursor: int | datetime = since
+        while True:
+            sql = queries.changes_since(
+                queries.check_table(table, queries.LIVE_TABLES), cursor, 500
+            )
+            entries = await store.query_one(sql) or []
+            for entry in entries:
+                stamp = int(entry["versionstamp"])
+                for change in entry.get("changes") or []:
+                    replayed = _from_feed(table, change, stamp)
+                    if replayed is not None:
+                        found.append(replayed)
+                cursor = stamp + 1
+            if len(found) > most:
+                raise ReplayTooLong(f"more than {most} changes since {since.isoformat()}")
+            if len(entries) < 500:
+                break
+    found.sort(key=lambda c: c.versionstamp or 0)
+    return found
+
+
+def _from_feed(table: str, change: dict[str, Any], stamp: int) -> Change | None:
+    if isinstance(change.get("delete"), dict):
+        gone = change["delete"]
+        return Change("DELETE", table, str(gone.get("id")), _shown(gone), stamp)
+    current = change.get("current")
+    if not isinstance(current, dict):
+        current = change.get("update")
+    if isinstance(current, dict) and "id" in current:
+        return Change("UPDATE", table, str(current["id"]), _shown(current), stamp)
+    return None  # a schema change

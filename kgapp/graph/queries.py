@@ -8,6 +8,7 @@ pattern first, and table names, which come from the `GRAPH_TABLES` allowlist.
 from __future__ import annotations
 
 import re
+from datetime import UTC, datetime
 
 from kgapp.graph.errors import GraphError
 
@@ -125,8 +126,12 @@ RETURN {
 JOB_CREATE = """
 CREATE ONLY job CONTENT {
     kind: $kind, status: 'queued', progress: 0, total: $total,
-    counts: {}, timings: {}, created_by: $created_by
+    counts: {}, timings: {}, created_by: $created_by, params: $params
 };
+"""
+
+JOBS_ACTIVE = """
+RETURN count(SELECT VALUE id FROM job WHERE kind = $kind AND status IN ['queued', 'running']);
 """
 
 JOB_GET = "SELECT * FROM ONLY $job;"
@@ -271,6 +276,15 @@ UPDATE $id SET last_seen_at = time::max([last_seen_at, $seen]),
 
 ENTITY_SUMMARY_SET = "UPDATE $id SET summary = $summary RETURN NONE;"
 
+# Resolution may have matched an entity that a curator merged before this transaction:
+# fail as a conflict, and the episode is resolved again (following `merged_into`).
+# (`$id.merged_into` inside IF fails on 3.0.2 with "Specify a database to use".)
+ENTITY_NOT_MERGED = """
+IF (SELECT VALUE merged_into FROM ONLY $id) != NONE {
+    THROW "conflict: an entity was merged meanwhile; resolve again";
+};
+"""
+
 ALIAS_WRITE = """
 IF record::exists($id) {} ELSE { CREATE $id CONTENT {name: $name, entity_type: $type, entity: $entity} RETURN NONE };
 """
@@ -315,7 +329,7 @@ ONTOLOGY_ALL = (
 ONTOLOGY_REPLACE = "DELETE ontology; INSERT INTO ontology $rows;"
 
 DEDUP_CANDIDATE = """
-CREATE dedup_candidate CONTENT {a: $a, b: $b, score: $score, method: 'embedding'} RETURN NONE;
+CREATE dedup_candidate CONTENT {a: $a, b: $b, score: $score, method: 'ingestion_band'} RETURN NONE;
 """
 
 # One record per statement (batched): `FROM $ids` with an array parameter fails on
@@ -377,6 +391,7 @@ LET $restored = (SELECT VALUE revision_of FROM relates_to WHERE id IN $revisions
 LET $ends = array::distinct(array::flatten((SELECT VALUE [in, out] FROM relates_to WHERE id IN $orphans)));
 UPDATE relates_to SET expired_at = NONE, superseded_by = NONE WHERE id IN $restored;
 DELETE relates_to WHERE id IN $revisions OR id IN $orphans;
+DELETE retrieval WHERE fact IN $revisions OR fact IN $orphans;
 UPDATE relates_to SET superseded_by = NONE WHERE superseded_by IN $orphans;
 UPDATE relates_to SET supersedes = NONE WHERE supersedes IN $orphans OR supersedes IN $revisions;
 UPDATE relates_to SET episodes = array::complement(episodes, $gone) WHERE episodes ANYINSIDE $gone;
@@ -432,19 +447,38 @@ _VISIBLE = """valid_at <= $as_of AND (invalid_at = NONE OR invalid_at > $as_of)
 
 _FACT_FIELDS = """id, in AS source, out AS target, in.name AS source_name, out.name AS target_name,
     relation, edge_type, fact, episodes, confidence, valid_at, invalid_at, created_at,
-    expired_at, supersedes, superseded_by, revision_of, retrieval_count"""
+    expired_at, supersedes, superseded_by, revision_of,
+    (type::record('retrieval', record::id(id)).count ?? 0.0) AS retrieval_count"""
 
-FACTS_BM25 = f"""
-SELECT {_FACT_FIELDS}, search::score(1) AS score FROM relates_to
-WHERE fact @1,OR@ $query AND {_VISIBLE}
-ORDER BY score DESC LIMIT $limit;
+# --- in-process search indexes (kgapp/graph/search/index.py) ---
+# The namespace's epoch (its first migration record, new when a namespace is made
+# again) and the server's clock.
+SEARCH_INDEX_STATE = """
+RETURN (SELECT VALUE id FROM schema_migration WHERE version = 1)[0];
+RETURN time::now();
 """
 
-FACTS_COSINE = f"""
-SELECT {_FACT_FIELDS}, vector::similarity::cosine(fact_embedding, $vector) AS score
-FROM relates_to WHERE fact_embedding != NONE AND {_VISIBLE}
-ORDER BY score DESC LIMIT $limit;
+FACT_INDEX_ALL = """
+SELECT id, in, out, fact, fact_embedding, relation, edge_type, confidence, valid_at,
+    invalid_at, created_at, expired_at FROM relates_to;
 """
+ENTITY_INDEX_ALL = """
+SELECT id, name, entity_type, summary, degree, name_embedding, merged_into FROM entity;
+"""
+
+
+def changes_since(table: str, since: int | datetime, limit: int) -> str:
+    """A table's changefeed from a versionstamp or a time. SHOW CHANGES takes no
+    parameters (3.0.2: "expected a version stamp or a date-time"), so the cursor, an
+    integer or a datetime of our own, is formatted after its type is checked."""
+    if isinstance(since, datetime):
+        literal = "d'" + since.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ") + "'"
+    elif isinstance(since, int) and not isinstance(since, bool) and since >= 0:
+        literal = str(since)
+    else:
+        raise GraphError(f"not a changefeed cursor: {since!r}")
+    return f"SHOW CHANGES FOR TABLE {check_table(table)} SINCE {literal} LIMIT {int(limit)};"
+
 
 FACTS_OF_ENTITY = f"""
 SELECT {_FACT_FIELDS} FROM relates_to WITH INDEX relates_to_in_relation
@@ -454,6 +488,7 @@ WHERE out = $entity AND {_VISIBLE};
 """
 
 FACT_BY_ID = f"SELECT {_FACT_FIELDS} FROM ONLY $id;"
+FACTS_BY_IDS = f"SELECT {_FACT_FIELDS} FROM $ids;"
 
 # Facts within `depth` hops of the seed entities (breadth-first over visible facts).
 FACTS_NEAR = f"""
@@ -463,13 +498,6 @@ SELECT {_FACT_FIELDS} FROM relates_to WITH INDEX relates_to_out_relation
 WHERE out IN $entities AND {_VISIBLE} LIMIT $limit;
 """
 
-ENTITIES_BM25 = """
-SELECT id, name, entity_type, summary, degree,
-    (search::score(1) ?? 0) + (search::score(2) ?? 0) AS score
-FROM entity WHERE (name @1,OR@ $query OR summary @2,OR@ $query) AND merged_into = NONE
-ORDER BY score DESC LIMIT $limit;
-"""
-
 # A range on canonical_name, so the index serves the prefix.
 ENTITIES_PREFIX = """
 SELECT id, name, entity_type, summary, degree, merged_into FROM entity
@@ -477,10 +505,6 @@ WITH INDEX entity_canonical_name
 WHERE canonical_name >= $prefix AND canonical_name < $prefix_end
 LIMIT $limit;
 """
-
-FACT_VECTOR = "SELECT VALUE fact_embedding FROM ONLY $id;"
-
-ENTITY_VECTOR_ONLY = "SELECT VALUE name_embedding FROM ONLY $id;"
 
 ENTITY_GET = """
 SELECT id, name, canonical_name, entity_type, summary, labels, attributes, first_seen_at,
@@ -495,39 +519,252 @@ SELECT id, name, content, source, source_description, valid_at, created_at, saga
 FROM episode WHERE content @1,OR@ $query ORDER BY score DESC LIMIT $limit;
 """
 
+# Up to $limit episodes that mention an entity (provenance in the explorer).
+ENTITY_EPISODES = """
+RETURN array::slice(($id<-mentions<-episode).{id, name, content, source, source_description,
+    valid_at, created_at, document}, 0, $limit);
+"""
+
 ENTITY_MENTION_COUNT = "SELECT VALUE count(<-mentions) FROM ONLY $id;"
 
 FACT_REVISIONS = "SELECT VALUE id FROM relates_to WHERE revision_of = $id;"
 
-FACT_RETRIEVED = """
-UPDATE $id SET retrieval_count += 1, last_retrieved_at = time::now() RETURN NONE;
+FACTS_RETRIEVED = """
+FOR $id IN $ids {
+    UPSERT type::record('retrieval', record::id($id))
+        SET fact = $id, count += 1, last_retrieved_at = time::now() RETURN NONE;
+};
 """
 
 # count x e^(-lambda x elapsed days), elapsed since the last decay (or retrieval).
 RETRIEVAL_DECAY = """
-UPDATE relates_to SET
-    retrieval_count = retrieval_count * math::pow(math::e, 0 - $lambda
-        * (time::unix($now) - time::unix(retrieval_decayed_at ?? last_retrieved_at ?? $now)) / 86400),
-    retrieval_decayed_at = $now
-WHERE retrieval_count > 0 RETURN NONE;
+UPDATE retrieval SET
+    count = count * math::pow(math::e, 0 - $lambda
+        * (time::unix($now) - time::unix(decayed_at ?? last_retrieved_at ?? $now)) / 86400),
+    decayed_at = $now
+WHERE count > 0 RETURN NONE;
 """
 
 GRAPH_TOP_ENTITIES = """
-SELECT id, name, entity_type, degree, summary FROM entity
+SELECT id, name, entity_type, degree, summary, created_at FROM entity
 WHERE merged_into = NONE AND ($types = NONE OR entity_type IN $types)
 ORDER BY degree DESC LIMIT $limit;
 """
 
-GRAPH_ENTITY = "SELECT id, name, entity_type, degree, summary FROM ONLY $id;"
+GRAPH_ENTITY = "SELECT id, name, entity_type, degree, summary, created_at FROM ONLY $id;"
 
 # Every fact (history included) leaving or entering the given entities: the explorer
 # filters on the four timestamps itself.
-GRAPH_FACTS = """
-SELECT id, in AS source, out AS target, relation, edge_type, fact, confidence, valid_at,
-    invalid_at, created_at, expired_at, supersedes, superseded_by, revision_of
-FROM relates_to WITH INDEX relates_to_in_relation WHERE in IN $entities LIMIT $limit;
+_GRAPH_FACT_FIELDS = """id, in AS source, out AS target, relation, edge_type, fact, confidence,
+    valid_at, invalid_at, created_at, expired_at, supersedes, superseded_by, revision_of"""
+GRAPH_FACTS = f"""
+SELECT {_GRAPH_FACT_FIELDS} FROM relates_to WITH INDEX relates_to_in_relation
+WHERE in IN $entities LIMIT $limit;
+SELECT {_GRAPH_FACT_FIELDS} FROM relates_to WITH INDEX relates_to_out_relation
+WHERE out IN $entities LIMIT $limit;
 """
 
 # Bulk loading (benchmarks, imports): rows carry their ids.
 ENTITIES_BULK_INSERT = "INSERT INTO entity $rows RETURN NONE;"
 FACTS_BULK_INSERT = "INSERT RELATION INTO relates_to $rows RETURN NONE;"
+
+
+# --- curation (kgapp/graph/curation.py) ------------------------------------------------
+# Relation records cannot change their ends (3.0.2 ignores `SET in = ...`) and a record
+# deleted in a transaction cannot be created again with the same id in it ("already
+# exists"): a merge re-creates an entity's facts under new ids; an undo restores the
+# old ids and deletes the new ones.
+
+CURATION_READ = """
+SELECT * FROM ONLY $survivor;
+SELECT * FROM ONLY $merged;
+SELECT * FROM relates_to WITH INDEX relates_to_in_relation WHERE in = $merged;
+SELECT * FROM relates_to WITH INDEX relates_to_out_relation WHERE out = $merged;
+SELECT * FROM relates_to WITH INDEX relates_to_in_relation WHERE in = $survivor;
+SELECT * FROM relates_to WITH INDEX relates_to_out_relation WHERE out = $survivor;
+SELECT * FROM mentions WITH INDEX mentions_out WHERE out = $merged;
+SELECT * FROM mentions WITH INDEX mentions_out WHERE out = $survivor;
+SELECT * FROM has_member WITH INDEX has_member_out WHERE out = $merged;
+SELECT * FROM has_member WITH INDEX has_member_out WHERE out = $survivor;
+SELECT * FROM alias WITH INDEX alias_entity WHERE entity = $merged;
+SELECT * FROM dedup_candidate WHERE (a = $survivor AND b = $merged) OR (a = $merged AND b = $survivor);
+"""
+
+# Facts that point at the given facts through their supersession links.
+FACT_REFERRERS = """
+SELECT * FROM relates_to WITH INDEX relates_to_supersedes WHERE supersedes = $id;
+SELECT * FROM relates_to WITH INDEX relates_to_superseded_by WHERE superseded_by = $id;
+SELECT * FROM relates_to WITH INDEX relates_to_revision_of WHERE revision_of = $id;
+"""
+
+# Inside the merge transaction: nothing touching the merged entity appeared since the
+# read (a writer that commits later conflicts on the entity record instead).
+MERGE_GUARD = """
+IF count(SELECT VALUE id FROM relates_to WITH INDEX relates_to_in_relation WHERE in = $merged)
+    + count(SELECT VALUE id FROM relates_to WITH INDEX relates_to_out_relation WHERE out = $merged)
+    != $facts {
+    THROW "the entity changed while merging; try again";
+};
+"""
+
+RECORD_DELETE = "DELETE $id RETURN NONE;"
+RECORD_REPLACE = "UPDATE $id CONTENT $row RETURN NONE;"
+FACTS_INSERT = "INSERT RELATION INTO relates_to $rows RETURN NONE;"
+MENTIONS_INSERT = "INSERT RELATION INTO mentions $rows RETURN NONE;"
+MEMBERSHIPS_INSERT = "INSERT RELATION INTO has_member $rows RETURN NONE;"
+ALIAS_POINT = "UPDATE $id SET entity = $entity RETURN NONE;"
+ALIAS_ADD = """
+IF count(SELECT VALUE id FROM alias WITH INDEX alias_name_type
+        WHERE name = $row.name AND entity_type = $row.entity_type) = 0 {
+    CREATE ONLY type::record('alias', $key) CONTENT $row RETURN NONE;
+};
+"""
+ENTITY_MERGED_MARK = "UPDATE $id SET merged_into = $survivor RETURN NONE;"
+CANDIDATE_DECIDE = """
+UPDATE $id SET status = $status, decided_by = $actor, decided_at = time::now() RETURN NONE;
+"""
+AUDIT_CREATE = """
+CREATE ONLY audit CONTENT {actor: $actor, action: $action, target: $target, before: $before,
+    after: $after, reason: $reason};
+"""
+RECORD_GET = "SELECT * FROM ONLY $id;"
+AUDIT_UNDONE = "UPDATE $id SET undone_by = $by RETURN NONE;"
+AUDIT_LIST = """
+SELECT id, actor, action, target, reason, at, undone_by FROM audit
+WHERE ($action = NONE OR action = $action) AND ($actor = NONE OR actor = $actor)
+ORDER BY at DESC LIMIT $limit START $offset;
+"""
+
+# A whole tenant's graph, for comparing before and after (tests) and for exports.
+GRAPH_EXPORT = """
+SELECT * FROM entity ORDER BY id;
+SELECT * FROM alias ORDER BY id;
+SELECT * FROM relates_to ORDER BY id;
+SELECT * FROM mentions ORDER BY id;
+SELECT * FROM has_member ORDER BY id;
+SELECT * FROM community ORDER BY id;
+SELECT * FROM dedup_candidate ORDER BY id;
+"""
+GRAPH_EXPORT_TABLES = (
+    "entity",
+    "alias",
+    "relates_to",
+    "mentions",
+    "has_member",
+    "community",
+    "dedup_candidate",
+)
+
+# The review queue: pairs proposed by ingestion (its ambiguous band, without a model)
+# or by the candidate generator (embedding band, name similarity).
+CANDIDATE_PAIRS = "SELECT a, b FROM dedup_candidate;"
+CANDIDATE_ADD = """
+CREATE dedup_candidate CONTENT {a: $a, b: $b, score: $score, method: $method} RETURN NONE;
+"""
+CANDIDATE_LIST = """
+SELECT *, a.{id, name, entity_type, summary, degree, merged_into} AS a_entity,
+    b.{id, name, entity_type, summary, degree, merged_into} AS b_entity,
+    (SELECT VALUE name FROM alias WITH INDEX alias_entity WHERE entity = $parent.a LIMIT 5)
+        AS a_aliases,
+    (SELECT VALUE name FROM alias WITH INDEX alias_entity WHERE entity = $parent.b LIMIT 5)
+        AS b_aliases,
+    (SELECT VALUE fact FROM relates_to WITH INDEX relates_to_in_relation
+        WHERE in = $parent.a AND expired_at = NONE LIMIT 3) AS a_facts,
+    (SELECT VALUE fact FROM relates_to WITH INDEX relates_to_in_relation
+        WHERE in = $parent.b AND expired_at = NONE LIMIT 3) AS b_facts
+FROM dedup_candidate WITH INDEX dedup_candidate_status WHERE status = $status
+ORDER BY created_at DESC LIMIT $limit START $offset;
+"""
+
+# The admin's fact list: optional filters ($x = NONE: any), newest first.
+_FACT_FILTERS = """($relation = NONE OR relation = $relation)
+    AND ($entity = NONE OR in = $entity OR out = $entity)
+    AND ($valid_from = NONE OR valid_at >= $valid_from)
+    AND ($valid_to = NONE OR valid_at <= $valid_to)
+    AND ($known_at = NONE OR (created_at <= $known_at
+        AND (expired_at = NONE OR expired_at > $known_at)))
+    AND ($state = NONE
+        OR ($state = 'current' AND expired_at = NONE AND (invalid_at = NONE OR invalid_at > time::now()))
+        OR ($state = 'invalidated' AND expired_at = NONE AND invalid_at != NONE
+            AND invalid_at <= time::now())
+        OR ($state = 'expired' AND expired_at != NONE))"""
+ADMIN_FACTS = f"""
+SELECT {_FACT_FIELDS} FROM relates_to WHERE {_FACT_FILTERS}
+ORDER BY created_at DESC LIMIT $limit START $offset;
+"""
+ADMIN_FACTS_MATCHING = f"""
+SELECT {_FACT_FIELDS} FROM relates_to WHERE fact @1@ $q AND {_FACT_FILTERS}
+ORDER BY created_at DESC LIMIT $limit START $offset;
+"""
+ADMIN_RELATIONS = "SELECT VALUE relation FROM relates_to GROUP BY relation;"
+EPISODE_BRIEF = "SELECT id, name, content, source, valid_at, created_at FROM ONLY $id;"
+ADMIN_ENTITY = """
+SELECT * OMIT name_embedding FROM ONLY $id;
+SELECT id, name, entity_type, created_at FROM alias WITH INDEX alias_entity WHERE entity = $id;
+SELECT VALUE in.{id, name, member_count} FROM has_member WITH INDEX has_member_out WHERE out = $id;
+SELECT id, name, entity_type FROM entity WITH INDEX entity_merged_into WHERE merged_into = $id;
+SELECT id, actor, action, reason, at, undone_by FROM audit WITH INDEX audit_target
+    WHERE target = $id ORDER BY at DESC LIMIT 50;
+"""
+ENTITY_ALL_FACTS = f"""
+SELECT {_FACT_FIELDS} FROM relates_to WITH INDEX relates_to_in_relation WHERE in = $id;
+SELECT {_FACT_FIELDS} FROM relates_to WITH INDEX relates_to_out_relation WHERE out = $id;
+"""
+
+# --- communities (kgapp/graph/communities.py) ----------------------------------------
+COMMUNITIES_OF_MOMENT = """
+SELECT id, fingerprint FROM community WITH INDEX community_as_of WHERE as_of = $as_of;
+"""
+COMMUNITY_REMOVE = """
+DELETE has_member WITH INDEX has_member_in WHERE in = $id RETURN NONE;
+DELETE $id RETURN NONE;
+"""
+COMMUNITY_CREATE = "CREATE $id CONTENT $row RETURN NONE;"
+FACT_TEXTS = "SELECT VALUE fact FROM $ids;"
+COMMUNITIES_LIST = """
+SELECT id, name, summary, member_count, fact_count, level, resolution, as_of, created_at
+FROM community WITH INDEX community_as_of WHERE as_of = $as_of
+ORDER BY member_count DESC LIMIT $limit;
+"""
+COMMUNITY_GET = """
+SELECT * OMIT summary_embedding FROM ONLY $id;
+SELECT VALUE out.{id, name, entity_type, degree} FROM has_member WITH INDEX has_member_in
+    WHERE in = $id;
+"""
+# A new entity joins the current community most common among its neighbours (ties:
+# the lowest id), unless it is in one already. Returns whether it joined.
+COMMUNITY_ASSIGN = """
+RETURN {
+    LET $near = array::distinct(array::concat(
+        (SELECT VALUE out FROM relates_to WITH INDEX relates_to_in_relation
+            WHERE in = $entity AND expired_at = NONE),
+        (SELECT VALUE in FROM relates_to WITH INDEX relates_to_out_relation
+            WHERE out = $entity AND expired_at = NONE)));
+    IF count(SELECT VALUE id FROM has_member WITH INDEX has_member_out
+            WHERE out = $entity AND in.as_of = NONE) > 0 {
+        RETURN false;
+    };
+    LET $votes = (SELECT in AS community, count() AS n FROM has_member
+        WHERE out IN $near AND in.as_of = NONE GROUP BY community ORDER BY n DESC, community);
+    IF array::len($votes) = 0 { RETURN false; };
+    LET $chosen = $votes[0].community;
+    RELATE $chosen->has_member->$entity RETURN NONE;
+    UPDATE $chosen SET member_count += 1 RETURN NONE;
+    RETURN true;
+};
+"""
+COMMUNITIES_BM25 = """
+SELECT id, name, summary, member_count, level,
+    (search::score(1) ?? 0) + (search::score(2) ?? 0) AS score
+FROM community WHERE (name @1,OR@ $query OR summary @2,OR@ $query) AND as_of = NONE
+ORDER BY score DESC LIMIT $limit;
+"""
+EPISODES_SINCE_COMMUNITIES = """
+LET $last = (SELECT VALUE created_at FROM community WITH INDEX community_as_of
+    WHERE as_of = NONE ORDER BY created_at DESC LIMIT 1)[0] ?? d'1970-01-01T00:00:00Z';
+RETURN count(SELECT VALUE id FROM episode WITH INDEX episode_created_at WHERE created_at > $last);
+"""
+ENTITY_COMMUNITY = """
+SELECT VALUE in FROM has_member WITH INDEX has_member_out WHERE out = $id AND in.as_of = NONE
+LIMIT 1;
+"""
