@@ -107,10 +107,10 @@ async def test_node_distance_puts_the_center_neighbourhood_first(raw_namespace) 
 
 async def test_activation_reaches_the_neighbours_of_the_seeds(alice) -> None:
     store, _, _ = alice
-    results = await search(store, SearchRequest(query="Alice", methods=("activation",)),
+    results = await search(store, SearchRequest(query="Beta", methods=("activation",)),
                            local_embedder())
     names = [h.record["name"] for h in results.entities]
-    # Acme is reachable only over the ended fact, which is not visible now.
+    # From Beta, Acme is reachable only over Alice's ended fact, which is not visible now.
     assert set(names) == {"Alice", "Beta Inc"}
     assert all("activation" in h.found_by for h in results.entities)
     assert [h.record["target_name"] for h in results.facts] == ["Beta Inc"]
@@ -124,10 +124,13 @@ async def test_search_counts_retrievals_and_decay_shrinks_them(alice) -> None:
         await search(store, SearchRequest(query="Beta", scopes=("facts",), methods=("bm25",)),
                      local_embedder())
     counts = await store.query_one(
-        "SELECT VALUE retrieval_count FROM relates_to WHERE retrieval_count > 0")
+        "SELECT VALUE count FROM retrieval WHERE count > 0")
     assert counts == [3.0]
-    await store.query("UPDATE relates_to SET last_retrieved_at = time::now() - 10d WHERE retrieval_count > 0")
+    # The count reaches readers of the fact, and the fact record itself was not rewritten.
+    fact = (await search(store, SearchRequest(query="Beta", scopes=("facts",), methods=("bm25",)),
+                         local_embedder())).facts[0].record
+    assert fact["retrieval_count"] == 3.0  # read before this fourth search was counted
+    await store.query("UPDATE retrieval SET last_retrieved_at = time::now() - 10d WHERE count > 0")
     await decay_retrieval_counts(store, lambda_=0.1)
-    decayed = await store.query_one(
-        "SELECT VALUE retrieval_count FROM relates_to WHERE retrieval_count > 0")
-    assert decayed[0] == pytest.approx(3.0 * 2.718281828 ** -1.0, rel=1e-3)
+    decayed = await store.query_one("SELECT VALUE count FROM retrieval WHERE count > 0")
+    assert decayed[0] == pytest.approx(4.0 * 2.718281828 ** -1.0, rel=1e-3)

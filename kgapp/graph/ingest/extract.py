@@ -33,7 +33,8 @@ async def extract(ctx: IngestContext, work: EpisodeWork) -> None:
     with ctx.timings.measure("extract"):
         if ctx.llm is None:
             extraction = extract_offline(
-                visible_text(episode.content), reference_time=episode.reference_time,
+                visible_text(episode.content),
+                reference_time=episode.reference_time,
                 speakers=speakers,
             )
         else:

@@ -27,7 +27,6 @@ _FACT_FIELDS = (
     "valid_at",
     "invalid_at",
     "supersedes",
-    "retrieval_count",
     "attributes",
 )
 
@@ -99,6 +98,7 @@ def _entities(
             batch.add(queries.ENTITY_CREATE, id=draft.record, row=row)
         else:
             old = summaries.get(key, "")
+            batch.add(queries.ENTITY_NOT_MERGED, id=draft.record)
             batch.add(queries.ENTITY_SEEN, id=draft.record, seen=seen_at, embedding=draft.embedding)
             summary = merge_summary(old, draft.summary)
             if summary != old:  # every change re-indexes the summary's full-text index

@@ -102,8 +102,10 @@ async def _by_embedding(ctx: IngestContext, drafts: list[EntityDraft]) -> None:
             assert draft.embedding is not None
             draft.record = new_record(draft)
             candidates = [
-                row for row in vectors.nearest(draft.embedding, NEIGHBOURS)
-                if row["score"] >= ASK_FROM and row["id"] != draft.record
+                row
+                for row in vectors.nearest(draft.embedding, NEIGHBOURS)
+                if row["score"] >= ASK_FROM
+                and row["id"] != draft.record
                 and types_compatible(row["entity_type"], draft.entity_type)
             ]
             await _follow_merges(ctx, candidates)

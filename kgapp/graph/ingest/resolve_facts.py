@@ -41,7 +41,7 @@ async def existing_facts(
         return [], {}
     results = await ctx.store.query(batch.sql, batch.params)
     facts = [row for rows in results[: len(sources)] for row in rows or []]
-    summaries = {str(r["id"]): r.get("summary") or "" for r in results[len(sources):] if r}
+    summaries = {str(r["id"]): r.get("summary") or "" for r in results[len(sources) :] if r}
     return facts, summaries
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from itertools import chain, zip_longest
 from typing import Any, Literal
 
@@ -23,8 +24,8 @@ from kgapp.graph.search.service import (
     Moment,
     Scope,
     SearchRequest,
-    entity_facts,
     fact_endpoints,
+    facts_touching,
     search,
 )
 from kgapp.graph.store import TenantStore
@@ -164,11 +165,17 @@ async def _local(
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     hits = await _keyword_search(store, request, words, "entities", embedder)
     entities = [h.record for h in hits]
-    facts: dict[str, dict[str, Any]] = {}
-    for entity in entities:
-        for fact in await entity_facts(store, entity["id"], request.moment):
-            facts.setdefault(record_key(fact["id"]), fact)
-    return entities, list(facts.values())
+    # Read no more facts than the relation budget can hold: a line costs at least its
+    # words plus the validity note.
+    facts = await facts_touching(
+        store,
+        [e["id"] for e in entities],
+        request.moment,
+        limit=1000,
+        budget=request.max_relation_tokens,
+        per_fact=LINE_OVERHEAD,
+    )
+    return entities, facts
 
 
 async def _global(
@@ -197,6 +204,11 @@ def _entity_line(entity: dict[str, Any]) -> str:
 def _fact_line(fact: dict[str, Any]) -> str:
     until = fact["invalid_at"].date().isoformat() if fact.get("invalid_at") else "now"
     return f"- {fact['fact']} [valid {fact['valid_at'].date().isoformat()} to {until}]"
+
+
+_SOME_DAY = datetime(2024, 1, 1, tzinfo=UTC)
+# The tokens of a fact line beyond the fact's own words (the fewest: still valid).
+LINE_OVERHEAD = count_tokens(_fact_line({"fact": "", "valid_at": _SOME_DAY, "invalid_at": None}))
 
 
 def _within(items: list[dict[str, Any]], budget: int, line: Any) -> list[dict[str, Any]]:

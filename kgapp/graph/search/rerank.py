@@ -21,7 +21,7 @@ def rrf(ranked: Sequence[Sequence[str]], k: float = RRF_K) -> list[tuple[str, fl
 
 def mmr(
     query: Sequence[float],
-    vectors: Mapping[str, Sequence[float]],
+    vectors: Mapping[str, Sequence[float] | np.ndarray],
     *,
     lambda_: float = 0.5,
     limit: int = 10,

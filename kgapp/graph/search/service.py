@@ -7,7 +7,7 @@ Every fact read goes through the bi-temporal filter: valid at `as_of`, as known 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -18,18 +18,25 @@ from kgapp.graph import queries
 from kgapp.graph.embeddings import Embedder
 from kgapp.graph.errors import GraphError, NotFound
 from kgapp.graph.ingest.normalize import canonical_name
-from kgapp.graph.ingest.vectors import entity_vectors
 from kgapp.graph.llm.client import LLMClient
 from kgapp.graph.llm.prompts import rank as rank_prompt
 from kgapp.graph.records import record_key
 from kgapp.graph.search import rerank
 from kgapp.graph.search.activation import ActivationConfig, Link, effective_confidence, spread
+from kgapp.graph.search.index import (
+    EntityIndex,
+    FactIndex,
+    SearchIndex,
+    entity_index,
+    fact_index,
+)
 from kgapp.graph.store import TenantStore
 
-Scope = Literal["facts", "entities", "episodes"]
+Scope = Literal["facts", "entities", "episodes", "communities"]
 Method = Literal["bm25", "cosine", "bfs", "activation"]
 Reranker = Literal["rrf", "mmr", "node_distance", "episode_mentions", "cross_encoder"]
 HISTORY_HOPS = 64
+STUB = "_stub"  # marks a search candidate not yet read from the database
 ACTIVATION = ActivationConfig()
 SEED_STRUCTURE = 0.3
 
@@ -80,6 +87,7 @@ class SearchResults:
     facts: list[Hit] = field(default_factory=list)
     entities: list[Hit] = field(default_factory=list)
     episodes: list[Hit] = field(default_factory=list)
+    communities: list[Hit] = field(default_factory=list)
 
 
 class RerankerUnavailable(GraphError):
@@ -108,6 +116,8 @@ async def search(
         results.entities = await _entities(store, request, vector, activated["entities"])
     if "episodes" in request.scopes:
         results.episodes = await _episodes(store, request)
+    if "communities" in request.scopes:
+        results.communities = await _communities(store, request)
     if request.reranker == "cross_encoder" and llm is not None:
         for kind in ("facts", "entities", "episodes"):
             hits = getattr(results, kind)
@@ -149,11 +159,8 @@ def _passage(hit: Hit, kind: str) -> str:
 
 async def _count_retrievals(store: TenantStore, facts: list[Hit]) -> None:
     """Link weight evolution: every fact search returns counts one retrieval."""
-    batch = queries.Batch()
-    for hit in facts:
-        batch.add(queries.FACT_RETRIEVED, id=hit.record["id"])
-    if len(batch):
-        await store.query(batch.sql, batch.params)
+    if facts:
+        await store.query(queries.FACTS_RETRIEVED, {"ids": [hit.record["id"] for hit in facts]})
 
 
 async def decay_retrieval_counts(store: TenantStore, *, lambda_: float = 0.01) -> None:
@@ -169,22 +176,29 @@ async def _facts(
 ) -> list[Hit]:
     pool = request.limit * 4
     found: dict[str, list[dict[str, Any]]] = {}
-    params = {**request.moment.params(), "limit": pool}
-    if "bm25" in request.methods:
-        found["bm25"] = (
-            await store.query_one(queries.FACTS_BM25, {**params, "query": request.query}) or []
-        )
-    if "cosine" in request.methods and vector is not None:
-        found["cosine"] = (
-            await store.query_one(queries.FACTS_COSINE, {**params, "vector": vector}) or []
-        )
+    ranked: dict[str, list[tuple[str, float]]] = {}
+    index = await fact_index(store)  # brought up to date once per search
+    if "bm25" in request.methods or ("cosine" in request.methods and vector is not None):
+        moment = request.moment
+        mask = index.visible(moment.as_of, moment.known_at, request.relations, request.edge_types)
+        if "bm25" in request.methods:
+            ranked["bm25"] = index.bm25(request.query, mask, pool)
+        if "cosine" in request.methods and vector is not None:
+            ranked["cosine"] = index.cosine(vector, mask, pool)
+        for method, hits in ranked.items():  # read back only as far as ranking needs
+            found[method] = [{"id": _record(k), "score": score, STUB: True} for k, score in hits]
     if "bfs" in request.methods and request.center_entity is not None:
         found["bfs"] = await facts_near(
             store, [request.center_entity], request.moment, depth=request.bfs_depth, limit=pool
         )
     if activated:
         found["activation"] = activated
-    return await _rank(store, request, found, vector, kind="facts")
+
+    async def current(keys: list[str]) -> dict[str, dict[str, Any]]:
+        rows = await _current_facts(store, index, keys)
+        return {k: row for k, row in rows.items() if _visible(row, request.moment)}
+
+    return await _rank(store, request, found, vector, kind="facts", index=index, hydrate=current)
 
 
 async def _entities(
@@ -195,15 +209,13 @@ async def _entities(
 ) -> list[Hit]:
     pool = request.limit * 4
     found: dict[str, list[dict[str, Any]]] = {}
-    if "bm25" in request.methods:
-        found["bm25"] = (
-            await store.query_one(queries.ENTITIES_BM25, {"query": request.query, "limit": pool})
-            or []
-        )
-    if "cosine" in request.methods and vector is not None:
-        vectors = entity_vectors(store.namespace)
-        await vectors.refresh(store)
-        found["cosine"] = vectors.nearest(vector, pool)
+    index = await entity_index(store)  # brought up to date once per search
+    if "bm25" in request.methods or ("cosine" in request.methods and vector is not None):
+        mask = index.of_types(request.entity_types)
+        if "bm25" in request.methods:
+            found["bm25"] = _entity_rows(index, index.bm25(request.query, mask, pool))
+        if "cosine" in request.methods and vector is not None:
+            found["cosine"] = _entity_rows(index, index.cosine(vector, mask, pool))
     if "bfs" in request.methods and request.center_entity is not None:
         facts = await facts_near(
             store, [request.center_entity], request.moment, depth=request.bfs_depth, limit=pool
@@ -211,7 +223,23 @@ async def _entities(
         found["bfs"] = fact_endpoints(facts)
     if activated:
         found["activation"] = activated
-    return await _rank(store, request, found, vector, kind="entities")
+    return await _rank(store, request, found, vector, kind="entities", index=index)
+
+
+async def _current_facts(
+    store: TenantStore, index: FactIndex, keys: Sequence[str]
+) -> dict[str, dict[str, Any]]:
+    """Facts as the database has them now, in one read (gone ones forgotten)."""
+    if not keys:
+        return {}
+    rows = await store.query_one(queries.FACTS_BY_IDS, {"ids": [_record(k) for k in keys]}) or []
+    current = {record_key(row["id"]): dict(row) for row in rows}
+    index.forget(k for k in keys if k not in current)
+    return current
+
+
+def _entity_rows(index: EntityIndex, hits: list[tuple[str, float]]) -> list[dict[str, Any]]:
+    return [{**index.row(key), "score": score} for key, score in hits]
 
 
 async def _episodes(store: TenantStore, request: SearchRequest) -> list[Hit]:
@@ -224,6 +252,14 @@ async def _episodes(store: TenantStore, request: SearchRequest) -> list[Hit]:
     return [Hit(record_key(r["id"]), float(r.get("score") or 0), ["bm25"], r) for r in rows]
 
 
+async def _communities(store: TenantStore, request: SearchRequest) -> list[Hit]:
+    """Current communities whose name or summary match (full text)."""
+    rows = await store.query_one(
+        queries.COMMUNITIES_BM25, {"query": request.query, "limit": request.limit}
+    )
+    return [Hit(record_key(r["id"]), float(r.get("score") or 0), ["bm25"], r) for r in rows or []]
+
+
 async def _rank(
     store: TenantStore,
     request: SearchRequest,
@@ -231,27 +267,45 @@ async def _rank(
     vector: list[float] | None,
     *,
     kind: str,
+    index: SearchIndex,
+    hydrate: Callable[[list[str]], Awaitable[dict[str, dict[str, Any]]]] | None = None,
 ) -> list[Hit]:
+    """Fuse the methods' lists, rerank, and keep `limit`. Rows marked STUB (a key and a
+    score from the index) are read from the database only when a reranker needs their
+    fields, or when they make the final cut."""
     records: dict[str, dict[str, Any]] = {}
     methods: dict[str, list[str]] = {}
     found = {m: [r for r in rows if _wanted(request, kind, r)] for m, rows in found.items()}
     for method, rows in found.items():
         for row in rows:
             key = record_key(row["id"])
-            records.setdefault(key, row)
+            if STUB in records.get(key, {STUB: True}):
+                records[key] = row
             methods.setdefault(key, []).append(method)
+
+    async def read(keys: Sequence[str]) -> None:
+        stubs = [k for k in keys if STUB in records.get(k, {})]
+        if stubs and hydrate is not None:
+            current = await hydrate(stubs)
+            for key in stubs:
+                if key in current:
+                    records[key] = current[key]
+                else:
+                    records.pop(key)
+
     fused = rerank.rrf([[record_key(r["id"]) for r in rows] for rows in found.values()])
     order = [key for key, _ in fused]
+    if request.reranker in ("node_distance", "episode_mentions"):
+        await read(order)
+        order = [key for key in order if key in records]
     if request.reranker == "cross_encoder":
         ranked = fused  # the model reranks these afterwards, across all kinds at once
+        await read([k for k, _ in ranked[: rank_prompt.MAX_PASSAGES]])
         hits = [Hit(k, v, methods[k], records[k]) for k, v in ranked if k in records]
         return hits[: rank_prompt.MAX_PASSAGES]
     if request.reranker == "mmr" and vector is not None:
         ranked = rerank.mmr(
-            vector,
-            await _vectors(store, kind, order),
-            lambda_=request.mmr_lambda,
-            limit=request.limit,
+            vector, index.vectors_of(order), lambda_=request.mmr_lambda, limit=request.limit
         )
     elif request.reranker == "node_distance" and request.center_entity is not None:
         distance = await entity_distances(store, request.center_entity, request.moment, depth=3)
@@ -260,11 +314,9 @@ async def _rank(
         ranked = rerank.by_count(order, await _mentions(store, kind, records), order)
     else:
         ranked = fused
-    hits = [
-        Hit(key, score, methods[key], records[key])
-        for key, score in ranked
-        if key in records and score >= request.min_score
-    ]
+    ranked = [(key, score) for key, score in ranked if score >= request.min_score]
+    await read([key for key, _ in ranked[: request.limit]])
+    hits = [Hit(key, score, methods[key], records[key]) for key, score in ranked if key in records]
     return hits[: request.limit]
 
 
@@ -274,21 +326,11 @@ def _wanted(request: SearchRequest, kind: str, row: dict[str, Any]) -> bool:
     if kind == "entities":
         kind_of = row.get("entity_type")
         return not request.entity_types or kind_of is None or kind_of in request.entity_types
+    if STUB in row:  # the index applied these filters already
+        return True
     return (not request.relations or row.get("relation") in request.relations) and (
         not request.edge_types or row.get("edge_type") in request.edge_types
     )
-
-
-async def _vectors(store: TenantStore, kind: str, keys: Sequence[str]) -> dict[str, list[float]]:
-    batch = queries.Batch()
-    statement = queries.FACT_VECTOR if kind == "facts" else queries.ENTITY_VECTOR_ONLY
-    for key in keys:
-        table, _, ident = key.partition(":")
-        batch.add(statement, id=RecordID(table, ident))
-    if not len(batch):
-        return {}
-    rows = await store.query(batch.sql, batch.params)
-    return {key: row for key, row in zip(keys, rows, strict=True) if row}
 
 
 def _distance_of(
@@ -323,7 +365,8 @@ async def _activation(
 ) -> dict[str, list[dict[str, Any]]]:
     """Entities and facts reached by spreading activation from the query's seeds, best
     first (facts scored by the weaker end's activation times effective confidence)."""
-    seeds = await activation_seeds(store, request, embedder, vector)
+    index = await entity_index(store)
+    seeds = await activation_seeds(store, index, request, embedder, vector)
     seen: dict[str, dict[str, Any]] = {}
     names: dict[str, str] = {}
 
@@ -349,9 +392,9 @@ async def _activation(
         return links
 
     levels = await spread(seeds, neighbours, ACTIVATION, datetime.now(UTC))
-    entities = [
-        {"id": _record(k), "name": names.get(k, ""), "activation": v} for k, v in levels.items()
-    ]
+    for key in levels.keys() - names.keys():  # a seed with no visible fact
+        names[key] = index.row(key)["name"] if key in index.positions else ""
+    entities = [{"id": _record(k), "name": names[k], "activation": v} for k, v in levels.items()]
     scored = []
     for key, fact in seen.items():
         ends = [levels.get(record_key(fact["source"])), levels.get(record_key(fact["target"]))]
@@ -366,16 +409,19 @@ async def _activation(
 
 
 async def activation_seeds(
-    store: TenantStore, request: SearchRequest, embedder: Embedder, vector: list[float] | None
+    store: TenantStore,
+    index: EntityIndex,
+    request: SearchRequest,
+    embedder: Embedder,
+    vector: list[float] | None,
 ) -> dict[str, float]:
     """Full-text matches blended with structure (degree and edge-type diversity, weight
     0.3); by name embedding only when full text finds nothing."""
-    rows = await store.query_one(queries.ENTITIES_BM25, {"query": request.query, "limit": 20}) or []
+    rows = _entity_rows(index, index.bm25(request.query, index.of_types(), 20))
     if not rows:
         vector = vector or (await asyncio.to_thread(embedder.embed, [request.query]))[0]
-        vectors = entity_vectors(store.namespace)
-        await vectors.refresh(store)
-        rows = [r for r in vectors.nearest(vector, 10) if r["score"] > 0.3]
+        hits = index.cosine(vector, index.of_types(), 10)
+        rows = [r for r in _entity_rows(index, hits) if r["score"] > 0.3]
     if not rows:
         return {}
     top = max(float(r.get("score") or 0) for r in rows) or 1.0
@@ -431,8 +477,9 @@ async def graph_elements(
     entity_types: Sequence[str],
     limit: int,
     moment: Moment | None,
+    depth: int = 2,
 ) -> dict[str, list[dict[str, Any]]]:
-    """A bounded subgraph as Cytoscape elements: around `seed` (two hops), or the most
+    """A bounded subgraph as Cytoscape elements: around `seed` (`depth` hops), or the most
     connected entities. Without a moment every fact comes with its four timestamps (the
     explorer filters in time itself); with one, only the facts visible then."""
     if seed is not None:
@@ -440,7 +487,7 @@ async def graph_elements(
         if not start:
             raise NotFound(f"no entity {record_key(seed)}")
         nodes = {record_key(seed): start}
-        facts = await facts_near(store, [seed], moment or Moment.of(), depth=2, limit=limit * 4)
+        facts = await facts_near(store, [seed], moment or Moment.of(), depth=depth, limit=limit * 4)
         if moment is None:
             facts = await _all_facts(store, [f["source"] for f in facts] + [seed], limit * 4)
     else:
@@ -467,6 +514,7 @@ async def graph_elements(
     facts = [
         f for f in facts if record_key(f["source"]) in nodes and record_key(f["target"]) in nodes
     ]
+    community = await _communities_of(store, list(nodes))
     return {
         "nodes": [
             {
@@ -476,6 +524,8 @@ async def graph_elements(
                     "type": n["entity_type"],
                     "degree": n.get("degree", 0),
                     "summary": n.get("summary", ""),
+                    "created_at": n.get("created_at"),
+                    "community": community.get(k),
                 }
             }
             for k, n in nodes.items()
@@ -494,10 +544,21 @@ async def graph_elements(
     }
 
 
+async def _communities_of(store: TenantStore, keys: list[str]) -> dict[str, str]:
+    """The current community of each entity that has one."""
+    batch = queries.Batch()
+    for key in keys:
+        batch.add(queries.ENTITY_COMMUNITY, id=_record(key))
+    rows = await store.query(batch.sql, batch.params) if keys else []
+    return {key: record_key(row[0]) for key, row in zip(keys, rows, strict=True) if row}
+
+
 async def _all_facts(store: TenantStore, entities: list[Any], limit: int) -> list[dict[str, Any]]:
+    """Every fact out of or into the entities, history included, once each."""
     unique = list({record_key(e): e for e in entities}.values())
-    rows = await store.query_one(queries.GRAPH_FACTS, {"entities": unique, "limit": limit})
-    return list(rows or [])
+    out, into = await store.query(queries.GRAPH_FACTS, {"entities": unique, "limit": limit})
+    facts = {record_key(f["id"]): f for f in (out or []) + (into or [])}
+    return list(facts.values())[:limit]
 
 
 def _visible(fact: dict[str, Any], moment: Moment) -> bool:
@@ -558,6 +619,27 @@ async def entity_distances(
     return distance
 
 
+async def facts_touching(
+    store: TenantStore,
+    entities: Sequence[RecordID],
+    moment: Moment,
+    *,
+    limit: int,
+    budget: int | None = None,
+    per_fact: int = 0,
+) -> list[dict[str, Any]]:
+    """Visible facts with an end among `entities` (LightRAG's one hop), those touching
+    most of them first, then the most confident and recent; one read of the database,
+    of no more facts than `budget` tokens could hold (see FactIndex.touching)."""
+    index = await fact_index(store)
+    mask = index.visible(moment.as_of, moment.known_at)
+    keys = index.touching(
+        [record_key(e) for e in entities], mask, limit, budget=budget, per_fact=per_fact
+    )
+    rows = await _current_facts(store, index, keys)
+    return [rows[k] for k in keys if k in rows and _visible(rows[k], moment)]
+
+
 async def entity_facts(
     store: TenantStore, entity: RecordID, moment: Moment
 ) -> list[dict[str, Any]]:
@@ -576,6 +658,15 @@ async def entity_get(store: TenantStore, entity: RecordID) -> dict[str, Any]:
     return dict(row)
 
 
+async def entity_episodes(
+    store: TenantStore, entity: RecordID, *, limit: int = 20
+) -> list[dict[str, Any]]:
+    """Episodes that mention the entity (up to `limit`), newest first."""
+    await entity_get(store, entity)  # 404 for an unknown entity
+    rows = await store.query_one(queries.ENTITY_EPISODES, {"id": entity, "limit": limit}) or []
+    return sorted(rows, key=lambda r: (r["valid_at"], record_key(r["id"])), reverse=True)
+
+
 async def entities_lookup(
     store: TenantStore, text: str, embedder: Embedder, *, limit: int
 ) -> list[dict[str, Any]]:
@@ -587,9 +678,9 @@ async def entities_lookup(
     if rows:
         return list(rows)
     vector = (await asyncio.to_thread(embedder.embed, [text]))[0]
-    vectors = entity_vectors(store.namespace)
-    await vectors.refresh(store)
-    return [row for row in vectors.nearest(vector, limit) if row["score"] >= 0.5]
+    index = await entity_index(store)
+    hits = index.cosine(vector, index.of_types(), limit)
+    return [row for row in _entity_rows(index, hits) if row["score"] >= 0.5]
 
 
 async def fact_get(store: TenantStore, fact: RecordID) -> dict[str, Any]:
