@@ -1,0 +1,359 @@
+"""Graph curation pages in the admin: facts, entities, the dedup review queue and the
+audit log of one tenant, read from and written to its SurrealDB namespace through the
+graph core (kgapp.graph.curation). Every page checks the curator role in that tenant:
+a stranger gets 404, a member below curator 403."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from django.contrib import messages
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.template.response import TemplateResponse
+from django.urls import reverse
+from django.views.decorators.http import require_POST
+
+from kgapp.graph import curation
+from kgapp.graph.errors import GraphError, InvalidRecordId, NotFound
+from kgapp.graph.records import parse_record_id, to_json
+from kgapp.graph.search import service
+from tenants.access import TenantAccess, tenant_access
+from tenants.errors import RoleRequired, TenantAccessError
+from tenants.graph import embedder, tenant_graph
+from tenants.models import Membership, Role, Tenant
+
+PAGE = 50
+
+
+def curatable_tenants(user: AbstractBaseUser | AnonymousUser) -> list[Tenant]:
+    if not user.is_authenticated:
+        return []
+    if user.is_staff:
+        return list(Tenant.objects.order_by("slug"))
+    slugs = Membership.objects.filter(
+        user=user, role__in=[Role.CURATOR.value, Role.OWNER.value]
+    ).values_list("tenant__slug", flat=True)
+    return list(Tenant.objects.filter(slug__in=list(slugs)).order_by("slug"))
+
+
+def _access(request: HttpRequest, slug: str) -> TenantAccess:
+    try:
+        return tenant_access(request.user, slug, Role.CURATOR)
+    except RoleRequired as error:
+        raise PermissionDenied(str(error)) from error
+    except TenantAccessError as error:
+        raise Http404(str(error)) from error
+
+
+def _record(text: str, table: str) -> Any:
+    try:
+        return parse_record_id(text, table)
+    except InvalidRecordId as error:
+        raise Http404(str(error)) from error
+
+
+def _page(request: HttpRequest, access: TenantAccess, template: str, **context: Any) -> Any:
+    from django.contrib import admin
+
+    return TemplateResponse(
+        request,
+        f"admin/graph/{template}",
+        {
+            **admin.site.each_context(request),
+            "tenant": access.tenant,
+            "title": context.pop("title", access.tenant.name),
+            **context,
+        },
+    )
+
+
+def _run(access: TenantAccess, operation: Any, *args: Any, **kwargs: Any) -> Any:
+    """Run a graph operation in the tenant; what it does not find is a 404."""
+    try:
+        return tenant_graph(access.tenant).run(operation, *args, **kwargs)
+    except NotFound as error:
+        raise Http404(str(error)) from error
+
+
+def _when(text: str | None) -> datetime | None:
+    if not text:
+        return None
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment
+
+
+def _actor(request: HttpRequest) -> str:
+    return str(request.user.get_username())
+
+
+# --- pages ---------------------------------------------------------------------------
+
+
+def tenants(request: HttpRequest) -> HttpResponse:
+    from django.contrib import admin
+
+    return TemplateResponse(
+        request,
+        "admin/graph/tenants.html",
+        {
+            **admin.site.each_context(request),
+            "title": "Knowledge graph curation",
+            "tenants": curatable_tenants(request.user),
+        },
+    )
+
+
+def facts(request: HttpRequest, slug: str) -> HttpResponse:
+    access = _access(request, slug)
+    graph = tenant_graph(access.tenant)
+    get = request.GET
+    offset = max(0, int(get.get("offset", "0") or 0)) if get.get("offset", "0").isdigit() else 0
+    entity = _record(get["entity"], "entity") if get.get("entity") else None
+    filters = {
+        "q": get.get("q") or None,
+        "relation": get.get("relation") or None,
+        "state": get.get("state") if get.get("state") in curation.FACT_STATES else None,
+        "entity": entity,
+        "valid_from": _when(get.get("valid_from")),
+        "valid_to": _when(get.get("valid_to")),
+        "known_at": _when(get.get("known_at")),
+    }
+    rows = graph.run(curation.facts_page, **filters, limit=PAGE + 1, offset=offset)
+    query = get.copy()
+    query.pop("offset", None)
+    return _page(
+        request,
+        access,
+        "facts.html",
+        title=f"Facts of {access.tenant.name}",
+        facts=to_json(rows[:PAGE]),
+        relations=graph.run(curation.relations),
+        states=curation.FACT_STATES,
+        filters={
+            k: get.get(k, "")
+            for k in ("q", "relation", "state", "entity", "valid_from", "valid_to", "known_at")
+        },
+        query=query.urlencode(),
+        offset=offset,
+        previous=max(0, offset - PAGE) if offset else None,
+        next=offset + PAGE if len(rows) > PAGE else None,
+    )
+
+
+def fact(request: HttpRequest, slug: str, fact_id: str) -> HttpResponse:
+    access = _access(request, slug)
+    graph = tenant_graph(access.tenant)
+    record = _record(fact_id, "relates_to")
+    row = _run(access, service.fact_get, record)
+    chain = graph.run(service.fact_history, record)
+    episodes = graph.run(curation.episodes_of, list(row.get("episodes") or []))
+    return _page(
+        request,
+        access,
+        "fact.html",
+        title=row["fact"],
+        fact=to_json(row),
+        chain=to_json(chain),
+        episodes=to_json(episodes),
+        timeline=_timeline(row),
+    )
+
+
+@require_POST
+def fact_act(request: HttpRequest, slug: str, fact_id: str) -> HttpResponse:
+    """Invalidate the fact at a date, or replace it with a corrected version."""
+    access = _access(request, slug)
+    record = _record(fact_id, "relates_to")
+    post = request.POST
+    reason = post.get("reason", "").strip()[:500] or None
+    try:
+        if post.get("action") == "invalidate":
+            ended = _when(post.get("ended_at"))
+            if ended is None:
+                messages.error(request, "Give the date the fact stopped holding.")
+                return HttpResponseRedirect(request.path.rsplit("act/", 1)[0])
+            _run(
+                access,
+                curation.invalidate_fact,
+                record,
+                ended_at=ended,
+                actor=_actor(request),
+                reason=reason,
+            )
+            messages.success(request, "The fact now ends then; its earlier version is kept.")
+        elif post.get("action") == "correct":
+            text = post.get("text", "").strip()[:2000]
+            vector = embedder().embed([text])[0] if text else None
+            _run(
+                access,
+                curation.correct_fact,
+                record,
+                text=text,
+                valid_at=_when(post.get("valid_at")),
+                embedding=vector,
+                actor=_actor(request),
+                reason=reason,
+            )
+            messages.success(request, "The corrected fact supersedes the old one.")
+        else:
+            messages.error(request, "Choose invalidate or correct.")
+    except GraphError as error:
+        messages.error(request, str(error))
+    return HttpResponseRedirect(reverse("admin:graph-fact", args=[slug, fact_id]))
+
+
+def _timeline(row: dict[str, Any]) -> dict[str, Any]:
+    """Both time axes as bars on one scale (percentages), for the fact page."""
+    now = datetime.now(UTC)
+    points = [
+        row["valid_at"],
+        row["created_at"],
+        row.get("invalid_at") or now,
+        row.get("expired_at") or now,
+    ]
+    start, end = min(points), max(max(points), now)
+    span = (end - start).total_seconds() or 1.0
+
+    def bar(begin: datetime, finish: datetime | None) -> dict[str, float]:
+        left = (begin - start).total_seconds() / span * 100
+        right = ((finish or now) - start).total_seconds() / span * 100
+        return {"left": round(left, 2), "width": round(max(0.5, right - left), 2)}
+
+    return {
+        "start": start.isoformat(),
+        "end": end.isoformat(),
+        "valid": bar(row["valid_at"], row.get("invalid_at")),
+        "known": bar(row["created_at"], row.get("expired_at")),
+    }
+
+
+def entity(request: HttpRequest, slug: str, entity_id: str) -> HttpResponse:
+    access = _access(request, slug)
+    page = _run(access, curation.entity_page, _record(entity_id, "entity"))
+    return _page(request, access, "entity.html", title=page["entity"]["name"], **to_json(page))
+
+
+def dedup(request: HttpRequest, slug: str) -> HttpResponse:
+    access = _access(request, slug)
+    status = request.GET.get("status", "pending")
+    if status not in ("pending", "deferred", "rejected", "merged"):
+        status = "pending"
+    rows = tenant_graph(access.tenant).run(curation.candidates, status=status, limit=PAGE)
+    return _page(
+        request,
+        access,
+        "dedup.html",
+        title=f"Possible duplicates in {access.tenant.name}",
+        candidates=to_json(rows),
+        status=status,
+        statuses=("pending", "deferred", "rejected", "merged"),
+    )
+
+
+@require_POST
+def dedup_act(request: HttpRequest, slug: str) -> HttpResponse:
+    """Merge (keeping the chosen survivor), reject or defer one or many candidates."""
+    access = _access(request, slug)
+    graph = tenant_graph(access.tenant)
+    action = request.POST.get("action", "")
+    chosen = request.POST.getlist("candidate")
+    done = 0
+    for value in chosen:
+        candidate = _record(value, "dedup_candidate")
+        try:
+            if action in ("merge_a", "merge_b"):
+                row = graph.run(curation.candidate_get, candidate)
+                keep, drop = (row["a"], row["b"]) if action == "merge_a" else (row["b"], row["a"])
+                graph.run(curation.merge_entities, keep, drop, actor=_actor(request))
+            elif action in ("reject", "defer"):
+                status = "rejected" if action == "reject" else "deferred"
+                graph.run(
+                    curation.decide_candidate, candidate, status=status, actor=_actor(request)
+                )
+            else:
+                messages.error(request, "Choose merge, reject or defer.")
+                break
+            done += 1
+        except GraphError as error:
+            messages.error(request, f"{value}: {error}")
+    if done:
+        messages.success(request, f"{done} candidate(s): {action.replace('_', ' ')} done.")
+    return HttpResponseRedirect(reverse("admin:graph-dedup", args=[slug]))
+
+
+@require_POST
+def dedup_generate(request: HttpRequest, slug: str) -> HttpResponse:
+    access = _access(request, slug)
+    found = tenant_graph(access.tenant).run(curation.generate_candidates)
+    messages.success(request, f"{found} new candidate pair(s) queued for review.")
+    return HttpResponseRedirect(reverse("admin:graph-dedup", args=[slug]))
+
+
+def audit(request: HttpRequest, slug: str) -> HttpResponse:
+    access = _access(request, slug)
+    action = request.GET.get("action") or None
+    actor = request.GET.get("actor") or None
+    rows = tenant_graph(access.tenant).run(
+        curation.audit_page, action=action, actor=actor, limit=PAGE
+    )
+    return _page(
+        request,
+        access,
+        "audit.html",
+        title=f"Audit log of {access.tenant.name}",
+        entries=to_json(rows),
+        action=action or "",
+        actor=actor or "",
+    )
+
+
+def audit_entry(request: HttpRequest, slug: str, entry_id: str) -> HttpResponse:
+    access = _access(request, slug)
+    row = _run(access, curation.audit_get, _record(entry_id, "audit"))
+    return _page(request, access, "audit_entry.html", title=f"Audit {entry_id}", entry=to_json(row))
+
+
+@require_POST
+def audit_undo(request: HttpRequest, slug: str, entry_id: str) -> HttpResponse:
+    access = _access(request, slug)
+    try:
+        _run(access, curation.undo, _record(entry_id, "audit"), actor=_actor(request))
+        messages.success(request, "The merge was undone.")
+    except GraphError as error:
+        messages.error(request, str(error))
+    return HttpResponseRedirect(reverse("admin:graph-audit", args=[slug]))
+
+
+@require_POST
+def communities_rebuild(request: HttpRequest, slug: str) -> HttpResponse:
+    """Queue community detection for the tenant (the same job as the API's)."""
+    from kgapp.web import enqueue
+
+    access = _access(request, slug)
+    job = enqueue.rebuild_communities(access.tenant, created_by=_actor(request))
+    messages.success(request, f"Community detection queued as {job['id']} ({job['status']}).")
+    return HttpResponseRedirect(
+        request.POST.get("next") or reverse("admin:graph-facts", args=[slug])
+    )
+
+
+ROUTES = [
+    ("graph/", tenants, "graph-tenants"),
+    ("graph/<str:slug>/facts/", facts, "graph-facts"),
+    ("graph/<str:slug>/facts/<str:fact_id>/", fact, "graph-fact"),
+    ("graph/<str:slug>/facts/<str:fact_id>/act/", fact_act, "graph-fact-act"),
+    ("graph/<str:slug>/entities/<str:entity_id>/", entity, "graph-entity"),
+    ("graph/<str:slug>/dedup/", dedup, "graph-dedup"),
+    ("graph/<str:slug>/dedup/act/", dedup_act, "graph-dedup-act"),
+    ("graph/<str:slug>/dedup/generate/", dedup_generate, "graph-dedup-generate"),
+    ("graph/<str:slug>/audit/", audit, "graph-audit"),
+    ("graph/<str:slug>/communities/rebuild/", communities_rebuild, "graph-communities-rebuild"),
+    ("graph/<str:slug>/audit/<str:entry_id>/", audit_entry, "graph-audit-entry"),
+    ("graph/<str:slug>/audit/<str:entry_id>/undo/", audit_undo, "graph-audit-undo"),
+]
