@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from datetime import datetime
 from typing import Any
 
 from kombu.exceptions import OperationalError
@@ -25,6 +26,22 @@ def health_check(tenant: Tenant, *, created_by: str) -> dict[str, Any]:
         tenant_graph(tenant).run(jobs.job_create, kind="health_check", created_by=created_by)
     )
     _send(tenant, job, tasks.health_check)
+    return job
+
+
+def rebuild_communities(
+    tenant: Tenant, *, created_by: str, as_of: datetime | None = None
+) -> dict[str, Any]:
+    """Queue community detection (for the current graph, or as of a past moment)."""
+    job = to_json(
+        tenant_graph(tenant).run(
+            jobs.job_create,
+            kind="communities",
+            created_by=created_by,
+            params={"as_of": as_of} if as_of else {},
+        )
+    )
+    _send(tenant, job, tasks.rebuild_communities)
     return job
 
 

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 from kgapp.graph.llm.client import strict_json_schema
+from kgapp.graph.llm.prompts.community import CommunitySummary
 from kgapp.graph.llm.prompts.extract import Extraction
 from kgapp.graph.llm.prompts.query import Answer, Keywords
 from kgapp.graph.llm.prompts.rank import Ranking
@@ -19,6 +20,7 @@ def test_documented_schemas_match_the_code() -> None:
     for task, model in (
         ("extract_graph", Extraction), ("resolve_graph", Resolution), ("rank_passages", Ranking),
         ("query_keywords", Keywords), ("answer_query", Answer),
+        ("summarize_community", CommunitySummary),
     ):
         assert f"## Task `{task}`" in text
         assert json.dumps(strict_json_schema(model), indent=2, sort_keys=True) in text, task

@@ -13,7 +13,7 @@ from typing import Any
 
 from surrealdb.data.types.record_id import RecordID
 
-from kgapp.graph import queries
+from kgapp.graph import communities, queries
 from kgapp.graph.embeddings import Embedder
 from kgapp.graph.errors import GraphUnavailable, QueryFailed, UniqueViolation
 from kgapp.graph.ingest.decide import decide
@@ -56,6 +56,7 @@ async def ingest_episode(ctx: IngestContext, episode: EpisodeInput) -> RecordID 
     for attempt in range(PERSIST_ATTEMPTS):
         try:
             await resolve_and_persist(ctx, work)
+            await _join_communities(ctx, work)
             return work.record
         except UniqueViolation:
             # Another worker wrote the same entity or fact a moment ago: re-read and redo
@@ -69,6 +70,15 @@ async def ingest_episode(ctx: IngestContext, episode: EpisodeInput) -> RecordID 
             if work.extraction is not None:
                 drafts_from(ctx, work, work.extraction)
     return None
+
+
+async def _join_communities(ctx: IngestContext, work: EpisodeWork) -> None:
+    """New entities join their neighbours' community until the next full detection."""
+    new = list({str(d.record): d.record for d in work.entities if d.is_new and d.record}.values())
+    if new:
+        joined = await communities.assign_new(ctx.store, new)
+        if joined:
+            ctx.counts["community_joins"] += joined
 
 
 async def resolve_and_persist(ctx: IngestContext, work: EpisodeWork) -> None:
