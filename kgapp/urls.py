@@ -8,6 +8,8 @@ from kgapp.web.api import api
 urlpatterns = [
     path("", views.home, name="home"),
     path("t/<str:slug>/", views.tenant_home, name="tenant-home"),
+    path("t/<str:slug>/explore", views.explore, name="explore"),
+    path("t/<str:slug>/uploads", views.uploads, name="uploads"),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),

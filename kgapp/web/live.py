@@ -13,6 +13,7 @@ import logging
 import weakref
 from concurrent.futures import Future
 from dataclasses import asdict
+from datetime import UTC, datetime
 from typing import Any
 
 from channels.layers import get_channel_layer
@@ -90,7 +91,12 @@ class LiveHub:
         while True:
             change = await self._changes.get()
             await layer.group_send(
-                self.group, {"type": "graph.change", "change": to_json(asdict(change))}
+                self.group,
+                {
+                    "type": "graph.change",
+                    "change": to_json(asdict(change)),
+                    "at": datetime.now(UTC).isoformat(),
+                },
             )
 
 

@@ -86,6 +86,7 @@ class JobOut(Schema):
     notes: list[str] = []
     error: str | None = None
     document: str | None = None
+    created_by: str | None = None
     created_at: datetime | None = None
     started_at: datetime | None = None
     finished_at: datetime | None = None

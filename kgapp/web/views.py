@@ -9,6 +9,7 @@ from django.shortcuts import render
 from kgapp.graph import stats
 from tenants import selectors
 from tenants.graph import tenant_graph
+from tenants.models import Role
 
 
 @login_required
@@ -24,3 +25,26 @@ def tenant_home(request: HttpRequest, slug: str) -> HttpResponse:
         "tenant_home.html",
         {"tenant": access.tenant, "role": access.role.value, "counts": counts},
     )
+
+
+def explore(request: HttpRequest, slug: str) -> HttpResponse:
+    """The graph explorer; it reads the API and the graph socket with the session."""
+    access = request.tenant_access  # type: ignore[attr-defined]
+    counts = tenant_graph(access.tenant).run(stats.graph_counts)
+    return _tenant_page(request, "explore.html", counts=counts)
+
+
+def uploads(request: HttpRequest, slug: str) -> HttpResponse:
+    """Documents and pasted conversations, with their jobs' progress."""
+    return _tenant_page(request, "uploads.html")
+
+
+def _tenant_page(request: HttpRequest, template: str, **extra: object) -> HttpResponse:
+    access = request.tenant_access  # type: ignore[attr-defined]
+    context = {
+        "tenant": access.tenant,
+        "role": access.role.value,
+        "can_edit": access.allows(Role.EDITOR),
+        **extra,
+    }
+    return render(request, template, context)

@@ -6,10 +6,11 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 from django.http import HttpRequest
-from ninja import Query, Router, Schema
+from ninja import Query, Router, Schema, Status
 from ninja.errors import HttpError
-from pydantic import Field
+from pydantic import Field, model_validator
 
+from kgapp.graph import communities, layout
 from kgapp.graph.ingest.normalize import relation_name
 from kgapp.graph.records import parse_record_id, to_json
 from kgapp.graph.search import service
@@ -18,10 +19,12 @@ from kgapp.graph.search.query import query as run_query
 from kgapp.graph.search.recipes import RECIPES
 from kgapp.graph.search.service import Moment, SearchRequest
 from kgapp.graph.store import TenantStore
+from kgapp.web import enqueue
 from kgapp.web.routers.tenant import DENIED
 from kgapp.web.schemas import ErrorOut
 from tenants.access import tenant_access
 from tenants.graph import embedder, llm_client, tenant_graph
+from tenants.models import Role
 
 router = Router(tags=["retrieval"])
 
@@ -29,6 +32,15 @@ router = Router(tags=["retrieval"])
 class TimeIn(Schema):
     as_of: datetime | None = Field(default=None, description="valid time; default now")
     known_at: datetime | None = Field(default=None, description="system time; default now")
+    current_only: bool = Field(
+        default=False, description="valid now and not expired (the default without a moment)"
+    )
+
+    @model_validator(mode="after")
+    def _one_moment(self) -> TimeIn:
+        if self.current_only and (self.as_of or self.known_at):
+            raise ValueError("current_only means now: leave out as_of and known_at, or unset it")
+        return self
 
     def moment(self) -> Moment:
         return Moment.of(_utc(self.as_of), _utc(self.known_at))
@@ -42,10 +54,10 @@ class SearchIn(TimeIn):
     recipe: RecipeName | None = Field(  # type: ignore[valid-type]
         default=None, description="a named configuration; sets scopes, methods and reranker"
     )
-    scopes: list[Literal["facts", "entities", "episodes"]] = Field(
+    scopes: list[Literal["facts", "entities", "episodes", "communities"]] = Field(
         default=["facts", "entities"], min_length=1
     )
-    methods: list[Literal["bm25", "cosine", "bfs"]] = Field(
+    methods: list[Literal["bm25", "cosine", "bfs", "activation"]] = Field(
         default=["bm25", "cosine"], min_length=1
     )
     reranker: Literal["rrf", "mmr", "node_distance", "episode_mentions", "cross_encoder"] = "rrf"
@@ -63,6 +75,10 @@ class SearchIn(TimeIn):
 class Lookup(Schema):
     q: str = Field(min_length=1, max_length=300)
     limit: int = Field(default=10, ge=1, le=100)
+
+
+class Page(Schema):
+    limit: int = Field(default=20, ge=1, le=100)
 
 
 class Neighbourhood(TimeIn):
@@ -109,6 +125,7 @@ def search(request: HttpRequest, tenant: str, payload: SearchIn) -> dict[str, An
         "facts": _hits(results.facts),
         "entities": _hits(results.entities),
         "episodes": _hits(results.episodes),
+        "communities": _hits(results.communities),
     }
 
 
@@ -147,6 +164,20 @@ def entity_facts(request: HttpRequest, tenant: str, entity_id: str, time: Query[
     return to_json(
         tenant_graph(access.tenant).run(
             service.entity_facts, parse_record_id(entity_id, "entity"), time.moment()
+        )
+    )
+
+
+@router.get(
+    "/t/{tenant}/entities/{entity_id}/episodes",
+    response={200: list[dict[str, Any]], 422: ErrorOut, **DENIED},
+)
+def entity_episodes(request: HttpRequest, tenant: str, entity_id: str, params: Query[Page]) -> Any:
+    """The episodes that mention the entity, newest first: the source passages."""
+    access = tenant_access(request.user, tenant)
+    return to_json(
+        tenant_graph(access.tenant).run(
+            service.entity_episodes, parse_record_id(entity_id, "entity"), limit=params.limit
         )
     )
 
@@ -196,6 +227,7 @@ class GraphIn(Schema):
     as_of: datetime | None = None
     known_at: datetime | None = None
     seed: str | None = Field(default=None, description="an entity id to centre on")
+    depth: int = Field(default=2, ge=1, le=3, description="hops around the seed")
     entity_types: list[str] = Field(default_factory=list, max_length=50)
     limit: int = Field(default=200, ge=1, le=5000)
 
@@ -213,11 +245,31 @@ def graph(request: HttpRequest, tenant: str, params: Query[GraphIn]) -> Any:
         tenant_graph(access.tenant).run(
             service.graph_elements,
             seed=seed,
+            depth=params.depth,
             entity_types=params.entity_types,
             limit=params.limit,
             moment=moment,
         )
     )
+
+
+class LayoutIn(Schema):
+    count: int = Field(ge=0, le=20000, description="how many nodes")
+    edges: list[tuple[int, int]] = Field(default_factory=list, max_length=100000)
+
+    @model_validator(mode="after")
+    def _in_range(self) -> LayoutIn:
+        if any(not (0 <= a < self.count and 0 <= b < self.count) for a, b in self.edges):
+            raise ValueError("every edge joins two node numbers between 0 and count - 1")
+        return self
+
+
+@router.post("/t/{tenant}/layout", response={200: dict[str, Any], 422: ErrorOut, **DENIED})
+def graph_layout(request: HttpRequest, tenant: str, payload: LayoutIn) -> Any:
+    """Positions for drawing a large graph (the explorer's first layout of more than
+    a thousand entities): Fruchterman-Reingold in igraph."""
+    tenant_access(request.user, tenant)
+    return {"positions": layout.positions(payload.count, payload.edges)}
 
 
 class QueryIn(TimeIn):
@@ -254,3 +306,51 @@ def query(request: HttpRequest, tenant: str, payload: QueryIn) -> Any:
     except AnswerUnavailable as error:
         raise HttpError(422, str(error)) from error
     return to_json(vars(result))
+
+
+# --- communities ---------------------------------------------------------------------
+
+
+class CommunitiesIn(Schema):
+    as_of: datetime | None = Field(default=None, description="a past detection; default current")
+    limit: int = Field(default=100, ge=1, le=1000)
+
+
+class RebuildIn(Schema):
+    as_of: datetime | None = Field(
+        default=None, description="detect for the graph as it was then (kept apart)"
+    )
+
+
+@router.get("/t/{tenant}/communities", response={200: list[dict[str, Any]], **DENIED})
+def community_list(request: HttpRequest, tenant: str, params: Query[CommunitiesIn]) -> Any:
+    """Communities, largest first: the current set, or one detected for `as_of`."""
+    access = tenant_access(request.user, tenant)
+    return to_json(
+        tenant_graph(access.tenant).run(
+            communities.communities_list, as_of=_utc(params.as_of), limit=params.limit
+        )
+    )
+
+
+@router.post("/t/{tenant}/communities/rebuild", response={202: dict[str, Any], **DENIED})
+def community_rebuild(request: HttpRequest, tenant: str, payload: RebuildIn) -> Any:
+    """Queue community detection (editor); the job reports counts and timings."""
+    access = tenant_access(request.user, tenant, Role.EDITOR)
+    job = enqueue.rebuild_communities(
+        access.tenant, created_by=request.user.get_username(), as_of=_utc(payload.as_of)
+    )
+    return Status(202, {"job_id": job["id"], "status": job["status"]})
+
+
+@router.get(
+    "/t/{tenant}/communities/{community_id}",
+    response={200: dict[str, Any], 422: ErrorOut, **DENIED},
+)
+def community_detail(request: HttpRequest, tenant: str, community_id: str) -> Any:
+    access = tenant_access(request.user, tenant)
+    return to_json(
+        tenant_graph(access.tenant).run(
+            communities.community_get, parse_record_id(community_id, "community")
+        )
+    )

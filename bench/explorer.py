@@ -1,0 +1,220 @@
+"""The explorer in headless chromium: first render and layout of 1k, 5k and 10k nodes
+with four times as many edges, time per valid-time slider step at 5k nodes / 20k
+edges, and write-to-screen latency of live updates (SurrealDB write -> LIVE SELECT hub
+-> Channels -> browser -> on the graph).
+
+Runs the product as `make run` does, in a scratch folder: the local SurrealDB server
+(mem://), migrations, the demo tenant and login, daphne; chromium logs in through the
+login form.
+
+    .venv/bin/python bench/explorer.py [--sizes 1000 5000 10000] [--writes 50]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from selenium import webdriver  # noqa: E402
+from selenium.webdriver.chrome.service import Service  # noqa: E402
+from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
+from surrealdb.data.types.record_id import RecordID  # noqa: E402
+
+from kgapp import surreal_server  # noqa: E402
+from kgapp.graph import queries  # noqa: E402
+from kgapp.graph.store import Pool, StoreConfig, TenantStore  # noqa: E402
+
+REPEAT = 3  # first renders per size; the median is reported
+
+# Synthetic elements built in the page: n nodes, 4n edges, random validity intervals.
+LOAD = """
+const [count, done] = [arguments[0], arguments[arguments.length - 1]];
+const {cy, merge, applyTime, layout, clear} = window.kgExplorer;
+clear();
+let seed = 7;
+const random = () => (seed = (seed * 16807) % 2147483647) / 2147483647;
+const day = 86400000, start = Date.UTC(2020, 0, 1);
+const nodes = Array.from({length: count}, (_, i) => ({id: `entity:n${i}`, name: `Entity ${i}`,
+  entity_type: ['Person', 'Organization', 'Location'][i % 3], degree: 4}));
+const edges = Array.from({length: 4 * count}, (_, i) => {
+  const valid = start + Math.floor(random() * 1800) * day;
+  return {id: `relates_to:e${i}`, source: `entity:n${Math.floor(random() * count)}`,
+    target: `entity:n${Math.floor(random() * count)}`, relation: 'KNOWS', fact: `fact ${i}`,
+    confidence: random(), valid_at: new Date(valid).toISOString(),
+    invalid_at: random() < 0.3 ? new Date(valid + 200 * day).toISOString() : null,
+    created_at: new Date(valid).toISOString(), expired_at: null};
+});
+const began = performance.now();
+merge(nodes, edges);
+const merged = performance.now();
+applyTime();
+const filtered = performance.now();
+cy.one('layoutstop', () => {
+  const laid = performance.now();
+  requestAnimationFrame(() => requestAnimationFrame(() => done({
+    total: performance.now() - began, add: merged - began, filter: filtered - merged,
+    layout: laid - filtered, draw: performance.now() - laid})));
+});
+layout(null, {fit: true});
+"""
+
+STEP = """
+const done = arguments[arguments.length - 1];
+const slider = document.getElementById('valid-time');
+const times = [];
+let i = 0;
+function step() {
+  if (i === 40) { done(times); return; }
+  slider.value = 100 + 20 * i;
+  const began = performance.now();
+  slider.dispatchEvent(new Event('input', {bubbles: true}));
+  const filtered = performance.now() - began;
+  requestAnimationFrame(() => requestAnimationFrame(() => {
+    times.push([filtered, performance.now() - began]);
+    i += 1;
+    setTimeout(step, 10);
+  }));
+}
+step();
+"""
+
+
+def figures(samples: list[float]) -> str:
+    ordered = sorted(samples)
+    p95 = ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))]
+    return f"p50 {statistics.median(ordered):7.1f} ms   p95 {p95:7.1f} ms"
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def start_web(var: Path, surreal_url: str) -> tuple[subprocess.Popen[bytes], str, dict[str, str]]:
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "kgapp.settings.test", "KG_VAR_DIR": str(var),
+           "SURREAL_URL": surreal_url, "DATABASE_URL": f"sqlite:///{var / 'bench.sqlite3'}"}
+    env.pop("REDIS_URL", None)
+    python = sys.executable
+    for command in (["migrate", "--noinput", "-v", "0"], ["bootstrap_demo"]):
+        subprocess.run([python, "manage.py", *command], env=env, cwd=ROOT, check=True,
+                       stdout=subprocess.DEVNULL)
+    port = free_port()
+    web = subprocess.Popen([python, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
+                            "kgapp.asgi:application"], env=env, cwd=ROOT,
+                           stdout=(var / "daphne.log").open("wb"), stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    for _ in range(200):
+        try:
+            urllib.request.urlopen(f"{url}/api/v1/health", timeout=2).close()
+            return web, url, env
+        except OSError:
+            time.sleep(0.3)
+    raise RuntimeError((var / "daphne.log").read_text()[-2000:])
+
+
+def browser() -> webdriver.Chrome:
+    options = webdriver.ChromeOptions()
+    options.binary_location = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+    for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage",
+                     "--window-size=1280,800"):
+        options.add_argument(argument)
+    driver = webdriver.Chrome(
+        service=Service(os.environ.get("CHROMEDRIVER", "/usr/bin/chromedriver")), options=options)
+    driver.set_script_timeout(300)
+    return driver
+
+
+def log_in(driver: webdriver.Chrome, url: str, var: Path) -> None:
+    username, password = (var / "demo-login.txt").read_text().split()[:2]
+    driver.get(f"{url}/accounts/login/")
+    driver.find_element(By.NAME, "username").send_keys(username)
+    driver.find_element(By.NAME, "password").send_keys(password)
+    driver.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
+    WebDriverWait(driver, 30).until(lambda d: "/accounts/login/" not in d.current_url)
+
+
+def open_explorer(driver: webdriver.Chrome, url: str, webgl: bool) -> None:
+    driver.get(f"{url}/t/demo/explore?webgl={int(webgl)}")
+    WebDriverWait(driver, 30).until(
+        lambda d: d.execute_script("return document.getElementById('status').textContent")
+        == "Live")
+
+
+async def live_latency(driver: webdriver.Chrome, surreal_url: str, writes: int) -> list[float]:
+    store = TenantStore(Pool(StoreConfig(url=surreal_url), "t_demo"))
+    latencies = []
+    for i in range(writes):
+        key = f"bench{i}_{int(time.time() * 1000)}"
+        written = time.time() * 1000
+        await store.query(queries.ENTITY_CREATE, {
+            "id": RecordID("entity", key), "row": {"name": f"live {key}", "canonical_name": key}})
+        seen = None
+        deadline = time.monotonic() + 10
+        while seen is None and time.monotonic() < deadline:
+            seen = driver.execute_script(
+                "return window.kgExplorer.seenAt.get(arguments[0]) ?? null", f"entity:{key}")
+            if seen is None:
+                await asyncio.sleep(0.005)
+        if seen is None:
+            raise RuntimeError(f"entity:{key} never reached the browser")
+        latencies.append(seen - written)
+    return latencies
+
+
+def main(sizes: list[int], writes: int) -> None:
+    with tempfile.TemporaryDirectory() as scratch:
+        var = Path(scratch)
+        surreal = surreal_server.start(storage="mem://", log=var / "surreal.log")
+        web, url, _ = start_web(var, surreal.url)
+        driver = browser()
+        try:
+            log_in(driver, url, var)
+            print(f"explorer in headless chromium {driver.capabilities.get('browserVersion')}")
+            for webgl in (False, True):
+                open_explorer(driver, url, webgl)
+                renderer = "webgl" if webgl else "canvas"
+                for size in sizes:
+                    runs = [driver.execute_async_script(LOAD, size) for _ in range(REPEAT)]
+                    took = sorted(runs, key=lambda run: run["total"])[len(runs) // 2]
+                    parts = ", ".join(f"{k} {took[k] / 1000:.2f}" for k in
+                                      ("add", "filter", "layout", "draw"))
+                    spread = ", ".join(f"{run['total'] / 1000:.2f}" for run in runs)
+                    print(f"  {renderer:6} first render + layout, {size:>6} nodes /"
+                          f" {4 * size:>6} edges: median {took['total'] / 1000:5.2f} s"
+                          f" of {spread} ({parts})")
+                    if size == 5000:
+                        steps = driver.execute_async_script(STEP)
+                        print(f"  {renderer:6} slider step at 5k / 20k, filter:"
+                              f" {figures([s[0] for s in steps])}")
+                        print(f"  {renderer:6} slider step at 5k / 20k, until drawn:"
+                              f" {figures([s[1] for s in steps])}")
+            open_explorer(driver, url, False)
+            latencies = asyncio.run(live_latency(driver, surreal.url, writes))
+            print(f"  live write-to-screen ({writes} writes): {figures(latencies)}")
+        finally:
+            driver.quit()
+            web.terminate()
+            web.wait(15)
+            surreal.stop()
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 5000, 10000])
+    parser.add_argument("--writes", type=int, default=50)
+    arguments = parser.parse_args()
+    main(arguments.sizes, arguments.writes)

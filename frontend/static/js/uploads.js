@@ -1,0 +1,164 @@
+// The uploads page: drop files or paste text, then follow every job's progress live.
+// Errors from the API are shown as the person-readable `detail` they carry.
+
+const root = document.getElementById('uploads');
+const API = root.dataset.api;
+const $ = (id) => document.getElementById(id);
+const rows = new Map(); // job id -> <tr>
+const names = new Map(); // job id -> what it ingests
+
+function csrf() {
+  return document.querySelector('input[name=csrfmiddlewaretoken]')?.value ?? '';
+}
+
+async function call(path, options = {}) {
+  const response = await fetch(`${API}${path}`, {
+    credentials: 'same-origin',
+    ...options,
+    headers: { Accept: 'application/json', 'X-CSRFToken': csrf(), ...(options.headers || {}) },
+  });
+  const body = await response.json().catch(() => ({}));
+  if (!response.ok) {
+    const detail = typeof body.detail === 'string' ? body.detail
+      : (body.detail ?? []).map((d) => d.msg ?? JSON.stringify(d)).join('; ');
+    throw new Error(detail || `HTTP ${response.status}`);
+  }
+  return body;
+}
+
+function cell(content) {
+  const td = document.createElement('td');
+  if (content instanceof Node) td.append(content); else td.textContent = content ?? '';
+  return td;
+}
+
+function render(job) {
+  const id = String(job.id);
+  let row = rows.get(id);
+  if (!row) {
+    row = document.createElement('tr');
+    row.dataset.job = id;
+    rows.set(id, row);
+    $('jobs').prepend(row);
+  }
+  const bar = document.createElement('progress');
+  bar.max = Math.max(1, job.total ?? 0);
+  bar.value = job.progress ?? 0;
+  bar.setAttribute('aria-label', `progress of ${names.get(id) ?? id}`);
+  const label = document.createElement('span');
+  label.textContent = ` ${job.progress ?? 0}/${job.total ?? 0}`;
+  const progress = document.createElement('span');
+  progress.append(bar, label);
+  const details = document.createElement('span');
+  const failures = (job.failures ?? []).map((f) => f.error ?? JSON.stringify(f));
+  details.textContent = [job.error, ...failures].filter(Boolean).join(' · ');
+  if ((job.status === 'failed' || job.status === 'paused') && root.querySelector('#drop')) {
+    const retry = document.createElement('button');
+    retry.type = 'button';
+    retry.textContent = 'Retry';
+    retry.addEventListener('click', async () => {
+      try { render(await call(`/jobs/${encodeURIComponent(id)}/retry`, { method: 'POST' })); }
+      catch (error) { details.textContent = error.message; }
+    });
+    details.append(' ', retry);
+  }
+  const what = names.get(id) ?? job.document ?? job.episode ?? job.kind;
+  row.replaceChildren(cell(what), cell(job.status), cell(progress), cell(details));
+}
+
+function note(message, isError = false) {
+  const status = $('upload-status');
+  status.textContent = message;
+  status.classList.toggle('error', isError);
+}
+
+async function upload(files) {
+  for (const file of files) {
+    const form = new FormData();
+    form.append('files', file, file.name);
+    note(`Uploading ${file.name}…`);
+    try {
+      const [queued] = await call('/documents', { method: 'POST', body: form });
+      if (queued.duplicate) { note(`${file.name} was uploaded before: nothing new to ingest.`); continue; }
+      names.set(queued.job_id, file.name);
+      render({ id: queued.job_id, status: 'queued', progress: 0, total: 0 });
+      note(`${file.name} queued.`);
+      refresh(queued.job_id);
+    } catch (error) {
+      note(`${file.name}: ${error.message}`, true);
+    }
+  }
+}
+
+async function refresh(id) {
+  try { render(await call(`/jobs/${encodeURIComponent(id)}`)); } catch { /* shown by the socket later */ }
+}
+
+async function sendPasted() {
+  const text = $('pasted').value;
+  if (!text.trim()) { note('Paste something first.', true); return; }
+  if ($('pasted-kind').value === 'message') {
+    try {
+      const queued = await call('/episodes', {
+        method: 'POST', headers: { 'Content-Type': 'application/json' },
+        body: JSON.stringify({ content: text, source: 'message', name: 'pasted conversation' }),
+      });
+      names.set(queued.job_id, 'pasted conversation');
+      render({ id: queued.job_id, status: 'queued', progress: 0, total: 1 });
+      refresh(queued.job_id);
+      $('pasted').value = '';
+      note('Conversation queued.');
+    } catch (error) {
+      note(error.message, true);
+    }
+  } else {
+    await upload([new File([text], `pasted-${new Date().toISOString().slice(0, 19)}.txt`, { type: 'text/plain' })]);
+    $('pasted').value = '';
+  }
+}
+
+function setupDrop() {
+  const drop = $('drop');
+  if (!drop) return;
+  drop.addEventListener('dragover', (event) => { event.preventDefault(); drop.classList.add('over'); });
+  drop.addEventListener('dragleave', () => drop.classList.remove('over'));
+  drop.addEventListener('drop', (event) => {
+    event.preventDefault();
+    drop.classList.remove('over');
+    upload([...event.dataTransfer.files]);
+  });
+  drop.addEventListener('keydown', (event) => {
+    if (event.key === 'Enter' || event.key === ' ') { $('files').click(); event.preventDefault(); }
+  });
+  $('files').addEventListener('change', () => { upload([...$('files').files]); $('files').value = ''; });
+  $('send-pasted').addEventListener('click', sendPasted);
+}
+
+function connect(attempt = 0) {
+  const scheme = window.location.protocol === 'https:' ? 'wss' : 'ws';
+  const socket = new WebSocket(`${scheme}://${window.location.host}${root.dataset.socket}`);
+  socket.addEventListener('message', (event) => {
+    const message = JSON.parse(event.data);
+    if (message.type === 'live.ready') loadJobs();
+    if (message.type === 'change' && message.table === 'job' && message.action !== 'DELETE') {
+      render({ ...message.data, id: message.record });
+    }
+  });
+  socket.addEventListener('open', () => { attempt = 0; });
+  socket.addEventListener('close', (event) => {
+    if (event.code === 4403) return;
+    setTimeout(() => connect(attempt + 1), Math.min(10000, 500 * 2 ** attempt));
+  });
+}
+
+async function loadJobs() {
+  try {
+    const jobs = await call('/jobs?limit=50');
+    for (const job of jobs.reverse()) render(job);
+  } catch (error) {
+    note(error.message, true);
+  }
+}
+
+setupDrop();
+connect();
