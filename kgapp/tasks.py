@@ -11,7 +11,7 @@ from typing import Any
 from celery import shared_task
 from django.conf import settings
 
-from kgapp.graph import jobs
+from kgapp.graph import communities, curation, jobs
 from kgapp.graph.errors import GraphUnavailable
 from kgapp.graph.ingest.service import ingest_run
 from kgapp.graph.records import parse_record_id, to_json
@@ -21,40 +21,80 @@ from tenants.graph import embedder, llm_client, tenant_graph
 from tenants.models import Tenant
 
 
+# Tasks that reach a tenant's graph retry while SurrealDB is unreachable.
+def _retrying(backoff_max: int, retries: int) -> dict[str, Any]:
+    return {
+        "autoretry_for": (GraphUnavailable,),
+        "retry_backoff": True,
+        "retry_backoff_max": backoff_max,
+        "max_retries": retries,
+    }
+
+
 @shared_task(name="kgapp.ping")
 def ping() -> str:
     return "pong"
 
 
-@shared_task(
-    name="kgapp.health_check",
-    autoretry_for=(GraphUnavailable,),
-    retry_backoff=True,
-    retry_backoff_max=60,
-    max_retries=5,
-)
+@shared_task(name="kgapp.health_check", **_retrying(60, 5))
 def health_check(tenant_slug: str, job_id: str) -> dict[str, Any]:
     tenant = Tenant.objects.get(slug=tenant_slug)
     job = parse_record_id(job_id, "job")
     return to_json(tenant_graph(tenant).run(jobs.health_check, job))
 
 
-@shared_task(
-    name="kgapp.ingest",
-    autoretry_for=(GraphUnavailable,),
-    retry_backoff=True,
-    retry_backoff_max=120,
-    max_retries=8,
-)
+@shared_task(name="kgapp.ingest", **_retrying(120, 8))
 def ingest(tenant_slug: str, job_id: str) -> dict[str, Any]:
     """Ingest the episodes or the document of job `job_id` in tenant `tenant_slug`."""
     tenant = Tenant.objects.get(slug=tenant_slug)
     job = parse_record_id(job_id, "job")
-    return to_json(tenant_graph(tenant).run(_ingest, job))
+    result = to_json(tenant_graph(tenant).run(_ingest, job))
+    _communities_if_due(tenant)
+    return result
+
+
+def _communities_if_due(tenant: Tenant) -> None:
+    """After every COMMUNITY_EVERY_EPISODES new episodes, detect communities again."""
+    every = settings.COMMUNITY_EVERY_EPISODES
+    graph = tenant_graph(tenant)
+    if not every or graph.run(communities.episodes_since_last_rebuild) < every:
+        return
+    if graph.run(jobs.jobs_active, "communities") == 0:
+        from kgapp.web import enqueue
+
+        enqueue.rebuild_communities(tenant, created_by="ingestion")
 
 
 async def _ingest(store: TenantStore, job: Any) -> dict[str, Any]:
     return await ingest_run(store, job, embedder=embedder(), llm=llm_client(store))
+
+
+@shared_task(name="kgapp.rebuild_communities", **_retrying(120, 8))
+def rebuild_communities(tenant_slug: str, job_id: str) -> dict[str, Any]:
+    """Detect the tenant's communities (job `job_id`; its params may hold `as_of`)."""
+    tenant = Tenant.objects.get(slug=tenant_slug)
+    job = parse_record_id(job_id, "job")
+    return to_json(tenant_graph(tenant).run(_rebuild, job))
+
+
+async def _rebuild(store: TenantStore, job: Any) -> dict[str, Any]:
+    row = await jobs.job_get(store, job)
+    as_of = (row.get("params") or {}).get("as_of")
+    config = communities.Detection(
+        method=settings.COMMUNITY_METHOD, resolutions=settings.COMMUNITY_RESOLUTIONS
+    )
+    return await communities.rebuild_job(store, job, llm_client(store), config, as_of=as_of)
+
+
+@shared_task(name="kgapp.rebuild_all_communities")
+def rebuild_all_communities() -> int:
+    """Periodic (beat): queue a community rebuild for every tenant."""
+    from kgapp.web import enqueue
+
+    tenants = list(Tenant.objects.all())
+    for tenant in tenants:
+        enqueue.rebuild_communities(tenant, created_by="schedule")
+    return len(tenants)
 
 
 @shared_task(name="kgapp.decay_retrieval_counts")
@@ -66,3 +106,12 @@ def decay_retrieval_counts() -> int:
             search_service.decay_retrieval_counts, lambda_=settings.RETRIEVAL_DECAY_LAMBDA
         )
     return len(tenants)
+
+
+@shared_task(name="kgapp.generate_dedup_candidates")
+def generate_dedup_candidates() -> dict[str, int]:
+    """Periodic (beat): queue possible duplicate entities of every tenant for review."""
+    return {
+        tenant.slug: tenant_graph(tenant).run(curation.generate_candidates)
+        for tenant in Tenant.objects.all()
+    }

@@ -18,7 +18,7 @@ CSRF_TRUSTED_ORIGINS = env.listing("DJANGO_CSRF_TRUSTED_ORIGINS")
 
 INSTALLED_APPS = [
     "daphne",
-    "django.contrib.admin",
+    "tenants.admin_site.KgAdminConfig",
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
@@ -140,7 +140,22 @@ CELERY_BEAT_SCHEDULE = {
         "task": "kgapp.decay_retrieval_counts",
         "schedule": env.number("KG_RETRIEVAL_DECAY_INTERVAL", 86400.0),
     },
+    "rebuild-communities": {
+        "task": "kgapp.rebuild_all_communities",
+        "schedule": env.number("KG_COMMUNITY_INTERVAL", 86400.0),
+    },
+    "generate-dedup-candidates": {
+        "task": "kgapp.generate_dedup_candidates",
+        "schedule": env.number("KG_DEDUP_INTERVAL", 86400.0),
+    },
 }
+
+# --- Communities ------------------------------------------------------------------
+COMMUNITY_METHOD = env.text("KG_COMMUNITY_METHOD", "modularity")  # or "cpm"
+COMMUNITY_RESOLUTIONS = tuple(
+    float(r) for r in env.listing("KG_COMMUNITY_RESOLUTIONS", "1.0") if r.strip()
+)
+COMMUNITY_EVERY_EPISODES = env.integer("KG_COMMUNITY_EVERY_EPISODES", 200)
 
 # --- Graph store ----------------------------------------------------------------------
 SURREAL_URL = env.text("SURREAL_URL", "ws://127.0.0.1:8811")
