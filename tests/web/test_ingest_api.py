@@ -33,6 +33,22 @@ def post_json(client, url, body):
     return client.post(url, data=json.dumps(body), content_type="application/json")
 
 
+def test_provenance_of_an_entity_stays_in_its_tenant(make_tenant, member, token_client, eager) -> None:
+    bases = []
+    for company in ("Acme Corp", "Zeta Labs"):
+        tenant = make_tenant()
+        client = token_client(member(tenant, Role.EDITOR))
+        base = f"/api/v1/t/{tenant.slug}"
+        post_json(client, f"{base}/episodes", {"content": f"Alice works at {company}."})
+        bases.append((client, base))
+    (client_a, base_a), (client_b, base_b) = bases
+    alice_b = next(e["id"] for e in client_b.get(f"{base_b}/entities?q=alice").json())
+    # Same key in both tenants (keys derive from names): through A it is A's Alice.
+    through_a = client_a.get(f"{base_a}/entities/{alice_b}/episodes").json()
+    assert [p["content"] for p in through_a] == ["Alice works at Acme Corp."]
+    assert client_a.get(f"/api/v1/t/{base_b.rsplit('/', 1)[1]}/entities/{alice_b}/episodes").status_code == 404  # not a member: no such tenant
+
+
 def test_episodes_become_facts_through_the_api(editor, eager) -> None:
     tenant, client = editor
     base = f"/api/v1/t/{tenant.slug}"
@@ -47,6 +63,11 @@ def test_episodes_become_facts_through_the_api(editor, eager) -> None:
         "content": "Alice joined Beta Inc last month.", "reference_time": "2024-03-10T00:00:00Z"})
     listed = client.get(f"{base}/episodes").json()
     assert [e["content"] for e in listed] == ["Alice joined Beta Inc last month.", "Alice works at Acme Corp."]
+    # Provenance: the passages that mention Alice, newest first; none of them elsewhere.
+    alice = next(e["id"] for e in client.get(f"{base}/entities?q=alice").json() if e["name"] == "Alice")
+    passages = client.get(f"{base}/entities/{alice}/episodes").json()
+    assert [p["content"] for p in passages] == [e["content"] for e in listed]
+    assert client.get(f"{base}/entities/entity:nobody/episodes").status_code == 404
     detail = client.get(f"{base}/").json()
     assert detail["counts"]["entities"] == 3 and detail["counts"]["episodes"] == 2
 

@@ -64,6 +64,12 @@ def test_search_as_of_and_validation(two_tenants) -> None:
         response = post({"query": hostile})
         assert response.status_code == 200, response.content
     assert post({"query": "x" * 2001}).status_code == 422
+    current = post({"query": "Alice works at", "scopes": ["facts"], "current_only": True}).json()
+    assert [f["target_name"] for f in current["facts"]] == ["Beta Inc"]
+    clash = post({"query": "x", "current_only": True, "as_of": "2024-01-20T00:00:00Z"})
+    assert clash.status_code == 422 and "current_only means now" in str(clash.json()["detail"])
+    walked = post({"query": "Alice", "methods": ["activation"], "scopes": ["entities"]}).json()
+    assert {"Alice", "Beta Inc"} <= {e["name"] for e in walked["entities"]}
     assert post({"query": "x", "reranker": "cross_encoder"}).status_code == 422
     assert post({"query": "x", "center_entity": "user:1"}).status_code == 422
     assert client.get(f"{base}/facts/relates_to:nope").status_code == 404
@@ -109,6 +115,9 @@ def test_graph_elements_carry_the_whole_history(two_tenants) -> None:
     assert [e["data"]["relation"] for e in at_jan["edges"]] == ["WORKS_AT"]
     seeded = client.get(f"{base}/graph?seed={alice(client, base)}").json()
     assert {n["data"]["label"] for n in seeded["nodes"]} == {"Alice", "Acme Corp", "Beta Inc"}
+    near = client.get(f"{base}/graph?seed={alice(client, base)}&depth=1").json()
+    assert {n["data"]["label"] for n in near["nodes"]} == {"Alice", "Acme Corp", "Beta Inc"}
+    assert client.get(f"{base}/graph?seed={alice(client, base)}&depth=4").status_code == 422
     people = client.get(f"{base}/graph?entity_types=Person").json()
     assert [n["data"]["label"] for n in people["nodes"]] == ["Alice"] and people["edges"] == []
     # Tenant B's graph is its own: Gamma, never Beta.
@@ -212,3 +221,23 @@ def test_query_budgets_and_answers(two_tenants, scripted_llm, settings) -> None:
     assert answered.status_code == 200, answered.content
     assert answered.json()["answer"] == "Beta Inc"
     assert answered.json()["keywords"] == {"high_level": ["employment"], "low_level": ["Alice"]}
+
+
+def test_layout_positions_for_large_graphs(two_tenants, make_user, token_client) -> None:
+    (_, client, base), _ = two_tenants
+    edges = [[i, (i + 1) % 1500] for i in range(1500)] + [[i, (i * 7) % 1500] for i in range(1500)]
+    placed = client.post(f"{base}/layout", data=json.dumps({"count": 1500, "edges": edges}),
+                         content_type="application/json")
+    assert placed.status_code == 200
+    positions = placed.json()["positions"]
+    assert len(positions) == 1500 and len({tuple(p) for p in positions}) == 1500
+    # Linked nodes sit near each other: median edge length close to the explorer's 90 px.
+    lengths = sorted(((positions[a][0] - positions[b][0]) ** 2 + (positions[a][1] - positions[b][1]) ** 2) ** 0.5
+                     for a, b in edges if a != b)
+    assert 45 < lengths[len(lengths) // 2] < 180
+    bad = client.post(f"{base}/layout", data=json.dumps({"count": 2, "edges": [[0, 5]]}),
+                      content_type="application/json")
+    assert bad.status_code == 422 and "node numbers" in str(bad.json()["detail"])
+    stranger = token_client(make_user())
+    assert stranger.post(f"{base}/layout", data=json.dumps({"count": 1, "edges": []}),
+                         content_type="application/json").status_code == 404
