@@ -179,3 +179,38 @@ async def test_a_failing_job_is_marked_failed_with_its_reason(raw_namespace) -> 
     row = await jobs.job_get(store, job["id"])
     assert row["status"] == "failed"
     assert row["error"] == "ValueError: the input was not what the job expected"
+
+
+async def test_namespace_removal_survives_writers_in_flight(store_config: StoreConfig) -> None:
+    from kgapp.graph.namespaces import namespace_define, namespace_names, namespace_remove
+
+    root = TenantStore(Pool(store_config, None))
+    namespace = "t_removal_race"
+    await namespace_define(root, namespace, "graph")
+    pool = Pool(store_config, namespace)
+    store = TenantStore(pool)
+    await store.query(SETUP)
+    stop = asyncio.Event()
+    written = 0
+
+    async def writer(lane: int) -> None:
+        nonlocal written
+        while not stop.is_set():
+            try:
+                await store.query("CREATE entity SET name = $name", {"name": f"w{lane}"})
+                written += 1
+            except Exception:  # the namespace vanished under it: expected once removed
+                return
+
+    writers = [asyncio.create_task(writer(lane)) for lane in range(4)]
+    try:
+        while written < 40:
+            await asyncio.sleep(0.01)
+        await namespace_remove(root, namespace)  # conflicts are retried, never raised
+        assert namespace not in await namespace_names(root)
+    finally:
+        stop.set()
+        await asyncio.gather(*writers)
+        await pool.close()
+        await namespace_remove(root, namespace)
+        await root._pool.close()
