@@ -41,8 +41,9 @@ def labels(browser) -> set[str]:
 def shown_facts(browser) -> dict[str, str]:
     """fact text -> 'on' | 'past' | 'off' for every fact loaded in the browser."""
     return browser.execute_script("""
-        const {cy, state} = window.kgExplorer;
-        return Object.fromEntries(cy.edges().map(e => [e.data('fact'), state.shown.get(e.id())]));
+        const {state} = window.kgExplorer;
+        return Object.fromEntries([...state.facts].map(
+            ([id, fact]) => [fact.data.fact, state.shown.get(id) ?? 'off']));
     """)
 
 
@@ -191,3 +192,63 @@ def test_viewers_get_no_upload_controls(make_tenant, member, web_server, browser
     log_in(editor)
     browser.get(f"{web_server}/t/{tenant.slug}/uploads")
     assert browser.find_elements(By.ID, "drop")
+
+
+# A graph too large for the browser's layout: 1,500 entities and 3,000 facts, a third of
+# them ended, built in the page as the API would send them.
+LARGE = """
+const [nodes, edges, done] = arguments;
+const {merge, applyTime, layout, cy} = window.kgExplorer;
+merge(nodes, edges);
+applyTime();
+cy.one('layoutstop', () => requestAnimationFrame(() => done(true)));
+layout(null, {fit: true});
+"""
+
+
+def test_large_graphs_are_laid_out_by_the_server_and_filtered_in_time(
+    make_tenant, member, web_server, browser, log_in
+) -> None:
+    tenant = make_tenant()
+    log_in(member(tenant, Role.VIEWER))
+    open_explorer(browser, web_server, tenant.slug)
+    day = 86_400_000
+    start = int(datetime(2021, 1, 1, tzinfo=UTC).timestamp() * 1000)
+    nodes = [{"id": f"entity:n{i}", "name": f"E{i}", "entity_type": "Person"} for i in range(1500)]
+    spans = []
+    for i in range(3000):
+        valid = start + (i * 7919 % 1000) * day
+        ended = valid + 100 * day if i % 3 == 0 else None
+        spans.append((valid, ended))
+    iso = lambda ms: datetime.fromtimestamp(ms / 1000, UTC).isoformat()  # noqa: E731
+    edges = [{"id": f"relates_to:f{i}", "source": f"entity:n{i % 1500}",
+              "target": f"entity:n{(i * 13 + 1) % 1500}", "relation": "KNOWS", "fact": f"fact {i}",
+              "valid_at": iso(valid), "invalid_at": iso(ended) if ended else None,
+              "created_at": iso(start), "expired_at": None}
+             for i, (valid, ended) in enumerate(spans)]
+    browser.set_script_timeout(120)
+    assert browser.execute_async_script(LARGE, nodes, edges)
+
+    current = sum(1 for _, ended in spans if ended is None)
+    view = browser.execute_script("""
+        const {cy, state} = window.kgExplorer;
+        const extent = cy.extent();
+        const inView = cy.nodes().filter(n => { const p = n.position();
+            return p.x >= extent.x1 && p.x <= extent.x2 && p.y >= extent.y1 && p.y <= extent.y2; });
+        return {visible: state.visible.edges, inView: inView.length,
+                spots: new Set(cy.nodes().map(n => `${n.position().x},${n.position().y}`)).size};
+    """)
+    # Laid out (1,500 distinct places) and fitted (all in view); now shows current facts.
+    assert view == {"visible": current, "inView": 1500, "spots": 1500}, view
+    # The facts hidden now are added to the graph in the background, hidden.
+    wait_for(browser, "return [...window.kgExplorer.state.facts.values()].every(f => f.ele)")
+    assert browser.execute_script("return window.kgExplorer.cy.edges('.gone').length") == 3000 - current
+
+    set_slider(browser, "valid-time", datetime(2022, 6, 1, tzinfo=UTC))
+    as_of = browser.execute_script("return window.kgExplorer.state.asOf")
+    expected = sum(1 for valid, ended in spans if valid <= as_of and (ended is None or as_of < ended))
+    shown = browser.execute_script("""
+        const {cy, state} = window.kgExplorer;
+        return [state.visible.edges, cy.edges().not('.gone').length];
+    """)
+    assert shown == [expected, expected] and 0 < expected < current, (shown, expected)

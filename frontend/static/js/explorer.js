@@ -17,7 +17,11 @@ const FRESH_MS = 3000;
 const STEPS = 1000;
 
 const state = {
-  facts: new Map(), // id -> {ele, source, target, relation, valid, invalid, created, expired, hidden}
+  // id -> {ele, data, source, target, relation, valid, invalid, created, expired, hidden};
+  // `ele` stays null until the fact is first shown: a fact hidden at the moment in view
+  // (ended, not yet known, filtered out) costs Cytoscape nothing until then. The rest
+  // are added while the browser is idle, so that scrubbing later adds nothing.
+  facts: new Map(),
   nodes: new Map(), // id -> {ele, created, hidden, pinned}
   typeColours: new Map(),
   communityColours: new Map(),
@@ -30,6 +34,7 @@ const state = {
   justEnded: new Set(), // facts ended by a live change: drawn as history until the view changes
   lastAt: null, // the server time of the last message: where a replay starts
   playing: null,
+  placing: 0, // server layouts in flight (until the frame after they are applied)
 };
 
 // --- helpers -----------------------------------------------------------------------
@@ -103,9 +108,24 @@ function fmt(ms) {
 
 if (window.cytoscapeFcose) window.cytoscape.use(window.cytoscapeFcose);
 
-// WebGL draws large graphs much faster (Cytoscape 3.31+); ?webgl=0 or 1 overrides.
+// WebGL draws large graphs much faster (Cytoscape 3.31+) on a graphics card; emulated
+// in software (SwiftShader, llvmpipe) it is slower than the canvas. ?webgl=0 or 1 overrides.
+function webglOnHardware() {
+  try {
+    const gl = document.createElement('canvas').getContext('webgl');
+    if (!gl) return false;
+    const info = gl.getExtension('WEBGL_debug_renderer_info');
+    const renderer = String(gl.getParameter(info ? info.UNMASKED_RENDERER_WEBGL : gl.RENDERER));
+    gl.getExtension('WEBGL_lose_context')?.loseContext();
+    return !/swiftshader|llvmpipe|softpipe|software|basic render/i.test(renderer);
+  } catch {
+    return false;
+  }
+}
 const webglParam = new URLSearchParams(window.location.search).get('webgl');
-const WEBGL = webglParam === null ? Number(root.dataset.entities || 0) > 2000 : webglParam === '1';
+const WEBGL = webglParam === null
+  ? Number(root.dataset.entities || 0) > 2000 && webglOnHardware()
+  : webglParam === '1';
 
 const LARGE = 2000; // elements: beyond this, edges are drawn the cheap way
 
@@ -139,7 +159,7 @@ const cy = window.cytoscape({
   ],
 });
 // For tests, benchmarks and the console.
-window.kgExplorer = { cy, state, applyTime, merge, layout, clear, seenAt: new Map() };
+window.kgExplorer = { cy, state, applyTime, merge, layout, clear, seenAt: new Map(), webgl: WEBGL };
 
 function nodeData(row) {
   const id = row.id;
@@ -178,40 +198,44 @@ function edgeData(row) {
   state.facts.set(row.id, fact);
   if (fact.valid !== NEVER && fact.valid < state.span.start) state.span.start = fact.valid;
   if (fact.created !== NEVER && fact.created < state.knownSpan.start) state.knownSpan.start = fact.created;
-  return {
+  fact.data = {
     id: row.id, source: row.source, target: row.target, relation: row.relation,
     fact: row.fact, confidence: row.confidence ?? 1, edge_type: row.edge_type,
   };
+  return fact;
 }
 
 // Add nodes and edges (rows from the API or from live changes) in one go; existing ones
 // are updated in place. Returns the new elements.
 function merge(nodes, edges) {
-  const newNodes = [];
-  const newEdges = [];
+  const newNodes = new Map();
+  const newEdges = new Map();
+  const view = viewpoint();
   cy.batch(() => {
     for (const row of nodes) {
       const data = nodeData(row);
       const { ele } = state.nodes.get(data.id);
       if (ele) ele.data(data);
-      else if (!newNodes.some((n) => n.id === data.id)) newNodes.push(data);
+      else newNodes.set(data.id, data);
     }
     for (const row of edges) {
       if (!state.nodes.has(row.source) || !state.nodes.has(row.target)) continue;
-      const data = edgeData(row);
-      const { ele } = state.facts.get(data.id);
-      if (ele) ele.data(data);
-      else newEdges.push(data);
+      const fact = edgeData(row);
+      if (fact.ele) fact.ele.data(fact.data);
+      else if (factShown(row.id, fact, view) !== 'off') newEdges.set(row.id, fact.data);
     }
   });
-  if (!newNodes.length && !newEdges.length) return cy.collection();
-  tune(cy.elements().length + newNodes.length + newEdges.length);
+  if (!newNodes.size && !newEdges.size) return cy.collection();
+  tune(state.nodes.size + state.facts.size);
   // A few new nodes start beside a neighbour already placed; many are laid out anew.
-  const few = newNodes.length < 50 && cy.nodes().nonempty();
-  const added = cy.add([
-    ...newNodes.map((data) => ({ group: 'nodes', data, position: few ? nearNeighbour(data.id, newEdges) : undefined })),
-    ...newEdges.map((data) => ({ group: 'edges', data })),
-  ]);
+  const few = newNodes.size < 50 && cy.nodes().nonempty();
+  const edgeRows = [...newEdges.values()];
+  const addedNodes = cy.add([...newNodes.values()].map((data) => ({
+    group: 'nodes', data, position: few ? nearNeighbour(data.id, edgeRows) : undefined })));
+  // Style the nodes before their edges exist: every styled property of a node otherwise
+  // walks its edges, which for thousands of nodes costs a good part of a second.
+  if (addedNodes.length > 500) addedNodes.forEach((node) => node.pstyle('display'));
+  const added = addedNodes.union(cy.add(edgeRows.map((data) => ({ group: 'edges', data }))));
   added.forEach((ele) => { (ele.isNode() ? state.nodes : state.facts).get(ele.id()).ele = ele; });
   if ($('by-community').checked) added.nodes().addClass('by-community');
   return added;
@@ -338,41 +362,101 @@ function factState(fact, asOf, knownAt, history) {
   return history ? 'past' : 'off';
 }
 
-// Show what was true at `asOf` as known at `knownAt`. Plain arrays are walked; only
-// elements whose state changed are touched in Cytoscape.
-function applyTime() {
+// The moment in view and the filters: what factShown judges against.
+function viewpoint() {
   const now = Date.now();
-  const asOf = state.asOf === NEVER ? now : state.asOf;
-  const knownAt = state.knownAt === NEVER ? now : state.knownAt;
-  const history = $('show-history').checked;
-  const relation = $('relation-filter')?.value || '';
+  return {
+    asOf: state.asOf === NEVER ? now : state.asOf,
+    knownAt: state.knownAt === NEVER ? now : state.knownAt,
+    history: $('show-history').checked,
+    relation: $('relation-filter')?.value || '',
+  };
+}
+
+function factShown(id, fact, view) {
+  let next = factState(fact, view.asOf, view.knownAt, view.history);
+  if (next === 'off' && state.justEnded.has(id)) next = 'past';
+  if (fact.hidden || (view.relation && fact.relation !== view.relation)) next = 'off';
+  return next;
+}
+
+// Show what was true at `asOf` as known at `knownAt`. Plain arrays are walked; only
+// elements whose state changed are touched in Cytoscape, and facts shown for the first
+// time are added to it then.
+function applyTime() {
+  const view = viewpoint();
   const live = new Set();
   const linked = new Set();
+  let later = false;
   cy.batch(() => {
+    const first = [];
     for (const [id, fact] of state.facts) {
-      if (!fact.ele) continue;
-      let next = factState(fact, asOf, knownAt, history);
-      if (next === 'off' && state.justEnded.has(id)) next = 'past';
-      if (fact.hidden || (relation && fact.relation !== relation)) next = 'off';
+      const next = factShown(id, fact, view);
       linked.add(fact.source);
       linked.add(fact.target);
       if (next !== 'off') {
         live.add(fact.source);
         live.add(fact.target);
+        if (!fact.ele) first.push(fact.data);
+      } else if (!fact.ele) {
+        later = true;
       }
-      setShown(id, fact.ele, next);
+      if (fact.ele || next === 'off') setShown(id, fact.ele, next);
+    }
+    if (first.length) {
+      cy.add(first.map((data) => ({ group: 'edges', data }))).forEach((ele) => {
+        const fact = state.facts.get(ele.id());
+        fact.ele = ele;
+        setShown(ele.id(), ele, factShown(ele.id(), fact, view));
+      });
     }
     for (const [id, node] of state.nodes) {
       if (!node.ele) continue;
-      const known = node.created <= knownAt;
+      const known = node.created <= view.knownAt;
       const next = known && !node.hidden && (live.has(id) || node.pinned || !linked.has(id)) ? 'on' : 'off';
       setShown(id, node.ele, next);
     }
   });
+  if (later) addHiddenWhenIdle();
+  const { asOf, knownAt } = view;
   $('valid-time-label').textContent = state.asOf === NEVER ? 'now (live)' : fmt(asOf);
   $('known-time-label').textContent = state.knownAt === NEVER ? 'now'
     : new Date(knownAt).toISOString().slice(0, 19).replace('T', ' ');
   counts();
+}
+
+// Add the facts not shown yet to Cytoscape, hidden, a slice at a time while the
+// browser is idle: styling an element costs tens of microseconds, paid now rather than
+// on the slider step that first shows it.
+let addingHidden = null;
+function addHiddenWhenIdle() {
+  if (addingHidden !== null) return;
+  const idle = window.requestIdleCallback ?? ((fn) => setTimeout(fn, 50));
+  addingHidden = idle(() => {
+    addingHidden = null;
+    if (state.placing) { // the first drawing after a layout comes first
+      setTimeout(addHiddenWhenIdle, 250);
+      return;
+    }
+    const slice = [];
+    for (const fact of state.facts.values()) {
+      if (!fact.ele && state.nodes.has(fact.source) && state.nodes.has(fact.target)) {
+        slice.push({ group: 'edges', data: fact.data, classes: 'gone' });
+        if (slice.length === 1500) break;
+      }
+    }
+    if (!slice.length) return;
+    const view = viewpoint();
+    cy.batch(() => cy.add(slice).forEach((ele) => {
+      const fact = state.facts.get(ele.id());
+      fact.ele = ele;
+      state.shown.set(ele.id(), 'off');
+      setShown(ele.id(), ele, factShown(ele.id(), fact, view));
+    }));
+    // Style is computed lazily, by the next frame: compute it here, in the idle slice.
+    for (const { data } of slice) state.facts.get(data.id).ele.pstyle('display');
+    addHiddenWhenIdle();
+  }, { timeout: 1000 });
 }
 
 function setShown(id, element, next) {
@@ -382,7 +466,7 @@ function setShown(id, element, next) {
   const group = state.nodes.has(id) ? 'nodes' : 'edges';
   if (previous !== undefined && previous !== 'off') state.visible[group] -= 1;
   if (next !== 'off') state.visible[group] += 1;
-  if (previous === undefined && next === 'on') return; // new and plain: no class to touch
+  if (!element || (previous === undefined && next === 'on')) return; // no class to touch
   element.toggleClass('gone', next === 'off');
   element.toggleClass('past', next === 'past');
 }
@@ -391,10 +475,12 @@ async function serverLayout(target, fit) {
   // Nothing is drawn until the positions arrive: a frame of thousands of elements
   // piled on one point costs seconds of drawing for nothing.
   cy.startBatch();
+  state.placing += 1;
   try {
     await placeOnServer(target, fit);
   } finally {
     cy.endBatch();
+    requestAnimationFrame(() => requestAnimationFrame(() => { state.placing -= 1; }));
   }
 }
 
@@ -410,14 +496,29 @@ async function placeOnServer(target, fit) {
     });
     const placed = {};
     nodes.forEach((node, i) => { placed[node.id()] = { x: positions[i][0], y: positions[i][1] }; });
-    // Fit to the nodes only: the bounds of thousands of edges cost as much again.
     target.layout({ name: 'preset', positions: placed, fit: false, animate: false }).run();
-    if (fit) cy.fit(target.nodes(), 30);
+    if (fit) fitPoints(positions, 30);
   } catch (error) {
     status(`Layout on the server failed (${error.message}); laying out here…`);
     target.layout({ name: window.cytoscapeFcose ? 'fcose' : 'cose', quality: 'draft',
       animate: false, fit }).run();
   }
+}
+
+// Fit the view to known positions. cy.fit() would measure the bounding box of every
+// element first, which for thousands of nodes costs a third of a second.
+function fitPoints(points, padding) {
+  let [x1, y1, x2, y2] = [Infinity, Infinity, -Infinity, -Infinity];
+  for (const [x, y] of points) {
+    x1 = Math.min(x1, x); x2 = Math.max(x2, x);
+    y1 = Math.min(y1, y); y2 = Math.max(y2, y);
+  }
+  if (!Number.isFinite(x1)) return;
+  const margin = padding + 10; // nodes are drawn around their centre
+  const zoom = Math.min(cy.maxZoom(), Math.max(cy.minZoom(), Math.min(
+    (cy.width() - 2 * margin) / Math.max(1, x2 - x1),
+    (cy.height() - 2 * margin) / Math.max(1, y2 - y1))));
+  cy.viewport({ zoom, pan: { x: (cy.width() - zoom * (x1 + x2)) / 2, y: (cy.height() - zoom * (y1 + y2)) / 2 } });
 }
 
 function csrf() {
@@ -788,7 +889,7 @@ function setupRelationFilter() {
   select.append(new Option('all relations', ''));
   const refresh = () => {
     const current = select.value;
-    const relations = [...new Set(cy.edges().map((e) => e.data('relation')))].sort();
+    const relations = [...new Set([...state.facts.values()].map((f) => f.relation))].sort();
     select.replaceChildren(new Option('all relations', ''), ...relations.map((r) => new Option(r, r)));
     select.value = relations.includes(current) ? current : '';
   };
