@@ -489,11 +489,15 @@ async function placeOnServer(target, fit) {
   const number = new Map(nodes.map((node, i) => [node.id(), i]));
   const edges = target.edges().map((e) => [number.get(e.data('source')), number.get(e.data('target'))]);
   try {
-    const { positions } = await api('/layout', {
+    const asked = api('/layout', {
       method: 'POST',
       headers: { 'Content-Type': 'application/json', 'X-CSRFToken': csrf() },
       body: JSON.stringify({ count: nodes.length, edges }),
     });
+    // While the server lays out, style the edges (done lazily, it would hold up the
+    // first frame after the positions arrive).
+    target.edges().forEach((edge) => { edge.pstyle('display'); });
+    const { positions } = await asked;
     const placed = {};
     nodes.forEach((node, i) => { placed[node.id()] = { x: positions[i][0], y: positions[i][1] }; });
     target.layout({ name: 'preset', positions: placed, fit: false, animate: false }).run();
