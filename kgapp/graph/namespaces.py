@@ -21,7 +21,7 @@ async def namespace_define(root: TenantStore, namespace: str, database: str) -> 
     await root.query(queries.define_namespace(namespace, database))
 
 
-async def namespace_remove(root: TenantStore, namespace: str, *, attempts: int = 5) -> None:
+async def namespace_remove(root: TenantStore, namespace: str, *, attempts: int = 8) -> None:
     """Drop a namespace and everything in it.
 
     Removal touches every key of the namespace, so it conflicts with any write still in
@@ -34,7 +34,7 @@ async def namespace_remove(root: TenantStore, namespace: str, *, attempts: int =
         except UniqueViolation:
             if attempt == attempts - 1:
                 raise
-            await asyncio.sleep(0.05 * 2**attempt)
+            await asyncio.sleep(min(1.0, 0.05 * 2**attempt))
 
 
 async def namespace_names(root: TenantStore) -> list[str]:

@@ -193,9 +193,11 @@ async def test_namespace_removal_survives_writers_in_flight(store_config: StoreC
     stop = asyncio.Event()
     written = 0
 
-    async def writer(lane: int) -> None:
+    async def writer(lane: int) -> None:  # a burst of writes, as a job's last updates
         nonlocal written
-        while not stop.is_set():
+        for _ in range(30):
+            if stop.is_set():
+                return
             try:
                 await store.query("CREATE entity SET name = $name", {"name": f"w{lane}"})
                 written += 1
@@ -205,8 +207,9 @@ async def test_namespace_removal_survives_writers_in_flight(store_config: StoreC
     writers = [asyncio.create_task(writer(lane)) for lane in range(4)]
     try:
         while written < 40:
+            assert not all(w.done() for w in writers), "the writers stopped early"
             await asyncio.sleep(0.01)
-        await namespace_remove(root, namespace)  # conflicts are retried, never raised
+        await namespace_remove(root, namespace)  # conflicts with the burst are retried
         assert namespace not in await namespace_names(root)
     finally:
         stop.set()
