@@ -100,6 +100,16 @@ def member(make_user: Callable[..., Any]) -> Callable[..., Any]:
 
 
 @pytest.fixture
+def eager() -> Iterator[None]:
+    """Celery tasks run in the calling process, as they are sent."""
+    from kgapp.celery import app
+
+    app.conf.task_always_eager = True
+    yield
+    app.conf.task_always_eager = False
+
+
+@pytest.fixture
 def token_client() -> Callable[[Any], Client]:
     """token_client(user) -> a test client sending a fresh bearer token of `user`."""
 

@@ -18,14 +18,6 @@ from tests.browser.conftest import screenshot, wait_for
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-@pytest.fixture
-def eager():
-    from kgapp.celery import app
-
-    app.conf.task_always_eager = True
-    yield
-    app.conf.task_always_eager = False
-
 
 def post(client, url: str, body: dict[str, Any]):
     response = client.post(url, data=json.dumps(body), content_type="application/json")

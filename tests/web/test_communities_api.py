@@ -12,14 +12,6 @@ from tenants.models import Role
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-@pytest.fixture
-def eager():
-    from kgapp.celery import app
-
-    app.conf.task_always_eager = True
-    yield
-    app.conf.task_always_eager = False
-
 
 def post(client, url, body):
     return client.post(url, data=json.dumps(body), content_type="application/json")

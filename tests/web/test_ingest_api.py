@@ -14,14 +14,6 @@ from tenants.models import Role
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-@pytest.fixture
-def eager(settings):
-    from kgapp.celery import app
-
-    app.conf.task_always_eager = True
-    yield
-    app.conf.task_always_eager = False
-
 
 @pytest.fixture
 def editor(make_tenant, member, token_client):
