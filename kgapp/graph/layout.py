@@ -15,12 +15,15 @@ ITERATIONS = 300
 ROOM = 0.75 * EDGE_LENGTH  # side of the square of drawing each node gets, at the least
 
 
-def positions(count: int, edges: Sequence[tuple[int, int]]) -> list[tuple[float, float]]:
+def positions(
+    count: int, edges: Sequence[tuple[int, int]], aspect: float = 1.0
+) -> list[tuple[float, float]]:
     """x, y for vertices 0..count-1 joined by `edges` (pairs of vertex numbers).
 
     Each connected component is laid out on its own and scaled to the explorer's edge
     length, then the components are packed in rows, largest first: a force layout of
-    the whole would push small components (and lone vertices) far off. (igraph starts
+    the whole would push small components (and lone vertices) far off. The rows are made
+    about `aspect` (width / height of the screen) times as wide as tall. (igraph starts
     from random positions; a start given from Python costs seconds.)"""
     if count == 0:
         return []
@@ -29,7 +32,7 @@ def positions(count: int, edges: Sequence[tuple[int, int]]) -> list[tuple[float,
     parts = sorted((sorted(c) for c in graph.connected_components()), key=len, reverse=True)
     drawings = [_component(graph, members) for members in parts]
     coords: list[tuple[float, float]] = [(0.0, 0.0)] * count
-    for members, (xs, ys) in zip(parts, _pack(drawings), strict=True):
+    for members, (xs, ys) in zip(parts, _pack(drawings, aspect), strict=True):
         for index, vertex in enumerate(members):
             coords[vertex] = (round(xs[index], 1), round(ys[index], 1))
     return coords
@@ -59,13 +62,16 @@ def _component(graph: igraph.Graph, members: list[int]) -> list[tuple[float, flo
     return [((x - left) * scale, (y - top) * scale) for x, y in coords]
 
 
-def _pack(drawings: list[list[tuple[float, float]]]) -> list[tuple[list[float], list[float]]]:
-    """Place drawings (largest first) left to right in rows about as wide as the square
-    of their total area, EDGE_LENGTH apart; returns each one's moved xs and ys."""
+def _pack(
+    drawings: list[list[tuple[float, float]]], aspect: float
+) -> list[tuple[list[float], list[float]]]:
+    """Place drawings (largest first) left to right in rows, EDGE_LENGTH apart, the rows
+    as wide as a rectangle of their total area with that aspect; returns each one's
+    moved xs and ys."""
     sizes = [
         (max(x for x, _ in d) + EDGE_LENGTH, max(y for _, y in d) + EDGE_LENGTH) for d in drawings
     ]
-    row_width = max(max(w for w, _ in sizes), math.sqrt(sum(w * h for w, h in sizes)))
+    row_width = max(max(w for w, _ in sizes), math.sqrt(aspect * sum(w * h for w, h in sizes)))
     placed = []
     x = y = row_height = 0.0
     for drawing, (width, height) in zip(drawings, sizes, strict=True):

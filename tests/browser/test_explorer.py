@@ -244,3 +244,4 @@ def test_large_graphs_are_laid_out_by_the_server_and_filtered_in_time(
         return [state.visible.edges, cy.edges().not('.gone').length];
     """)
     assert shown == [expected, expected] and 0 < expected < current, (shown, expected)
+    screenshot(browser, "explorer-large-june-2022")

@@ -28,6 +28,9 @@ def test_many_small_components_are_packed_close_together() -> None:
     width, height = spread(coords)
     assert max(width, height) < 40 * math.sqrt(1600) * EDGE_LENGTH / 10, (width, height)
     assert 0.25 < width / height < 4
+    # Packed for a wide screen: rows about three times as wide as the stack is tall.
+    width, height = spread(positions(1600, edges, aspect=3.0))
+    assert 1.5 < width / height < 6, (width, height)
 
 
 def test_a_dense_component_is_spread_and_keeps_linked_nodes_near() -> None:

@@ -242,6 +242,9 @@ def test_layout_positions_for_large_graphs(two_tenants, make_user, token_client)
     bad = client.post(f"{base}/layout", data=json.dumps({"count": 2, "edges": [[0, 5]]}),
                       content_type="application/json")
     assert bad.status_code == 422 and "node numbers" in str(bad.json()["detail"])
+    flat = client.post(f"{base}/layout", data=json.dumps({"count": 2, "edges": [], "aspect": 0}),
+                       content_type="application/json")
+    assert flat.status_code == 422 and "aspect" in str(flat.json()["detail"])
     stranger = token_client(make_user())
     assert stranger.post(f"{base}/layout", data=json.dumps({"count": 1, "edges": []}),
                          content_type="application/json").status_code == 404

@@ -492,7 +492,7 @@ async function placeOnServer(target, fit) {
     const asked = api('/layout', {
       method: 'POST',
       headers: { 'Content-Type': 'application/json', 'X-CSRFToken': csrf() },
-      body: JSON.stringify({ count: nodes.length, edges }),
+      body: JSON.stringify({ count: nodes.length, edges, aspect: Math.min(10, Math.max(0.1, cy.width() / Math.max(1, cy.height()))) }),
     });
     // While the server lays out, style the edges (done lazily, it would hold up the
     // first frame after the positions arrive).

@@ -256,6 +256,7 @@ def graph(request: HttpRequest, tenant: str, params: Query[GraphIn]) -> Any:
 class LayoutIn(Schema):
     count: int = Field(ge=0, le=20000, description="how many nodes")
     edges: list[tuple[int, int]] = Field(default_factory=list, max_length=100000)
+    aspect: float = Field(1.0, ge=0.1, le=10, description="width / height of the drawing area")
 
     @model_validator(mode="after")
     def _in_range(self) -> LayoutIn:
@@ -269,7 +270,7 @@ def graph_layout(request: HttpRequest, tenant: str, payload: LayoutIn) -> Any:
     """Positions for drawing a large graph (the explorer's first layout of more than
     a thousand entities): Fruchterman-Reingold in igraph."""
     tenant_access(request.user, tenant)
-    return {"positions": layout.positions(payload.count, payload.edges)}
+    return {"positions": layout.positions(payload.count, payload.edges, payload.aspect)}
 
 
 class QueryIn(TimeIn):
