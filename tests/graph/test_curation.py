@@ -160,6 +160,11 @@ async def test_candidates_come_once_per_pair_and_a_rejection_sticks(raw_namespac
     # A person and an organisation are never paired; nothing is proposed twice.
     assert not [p for p in pairs if "entity:acme" in p and p & {"entity:kath", "entity:kate"}]
     assert await curation.generate_candidates(store) == 0
+    # Deferred: out of the pending queue, listed as deferred, decided later.
+    later = await curation.decide_candidate(store, smiths["id"], status="deferred", actor="carol")
+    assert later["action"] == "candidate_deferred"
+    assert smiths["id"] not in [c["id"] for c in await curation.candidates(store)]
+    assert [c["id"] for c in await curation.candidates(store, status="deferred")] == [smiths["id"]]
     entry = await curation.decide_candidate(store, smiths["id"], status="rejected", actor="carol")
     assert entry["action"] == "candidate_rejected"
     assert await curation.generate_candidates(store) == 0  # never proposed again
