@@ -56,10 +56,7 @@ def ingest(tenant_slug: str, job_id: str) -> dict[str, Any]:
 def _communities_if_due(tenant: Tenant) -> None:
     """After every COMMUNITY_EVERY_EPISODES new episodes, detect communities again."""
     every = settings.COMMUNITY_EVERY_EPISODES
-    graph = tenant_graph(tenant)
-    if not every or graph.run(communities.episodes_since_last_rebuild) < every:
-        return
-    if graph.run(jobs.jobs_active, "communities") == 0:
+    if every and tenant_graph(tenant).run(communities.rebuild_due, every):
         from kgapp.web import enqueue
 
         enqueue.rebuild_communities(tenant, created_by="ingestion")

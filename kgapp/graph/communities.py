@@ -346,6 +346,8 @@ async def rebuild_job(
     return await jobs.job_run(store, job, work)
 
 
-async def episodes_since_last_rebuild(store: TenantStore) -> int:
-    """Episodes ingested after the newest current community was written."""
-    return int(await store.query_one(queries.EPISODES_SINCE_COMMUNITIES) or 0)
+async def rebuild_due(store: TenantStore, every: int) -> bool:
+    """Whether `every` episodes came in since detection was last asked for (whatever it
+    found) and none is queued or running: one round trip, run after each ingestion."""
+    due = await store.query_one(queries.COMMUNITIES_DUE) or {}
+    return int(due.get("episodes", 0)) >= every and int(due.get("active", 0)) == 0

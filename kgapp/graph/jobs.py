@@ -33,11 +33,6 @@ async def job_create(
     )
 
 
-async def jobs_active(store: TenantStore, kind: str) -> int:
-    """Jobs of `kind` queued or running."""
-    return int(await store.query_one(queries.JOBS_ACTIVE, {"kind": kind}) or 0)
-
-
 async def job_get(store: TenantStore, job: RecordID) -> dict[str, Any]:
     row = await store.query_one(queries.JOB_GET, {"job": job})
     if not row:

@@ -130,10 +130,6 @@ CREATE ONLY job CONTENT {
 };
 """
 
-JOBS_ACTIVE = """
-RETURN count(SELECT VALUE id FROM job WHERE kind = $kind AND status IN ['queued', 'running']);
-"""
-
 JOB_GET = "SELECT * FROM ONLY $job;"
 
 JOB_LIST = """
@@ -759,10 +755,17 @@ SELECT id, name, summary, member_count, level,
 FROM community WHERE (name @1,OR@ $query OR summary @2,OR@ $query) AND as_of = NONE
 ORDER BY score DESC LIMIT $limit;
 """
-EPISODES_SINCE_COMMUNITIES = """
-LET $last = (SELECT VALUE created_at FROM community WITH INDEX community_as_of
-    WHERE as_of = NONE ORDER BY created_at DESC LIMIT 1)[0] ?? d'1970-01-01T00:00:00Z';
-RETURN count(SELECT VALUE id FROM episode WITH INDEX episode_created_at WHERE created_at > $last);
+# Whether ingestion should ask for community detection: episodes since the last
+# detection was asked for (whatever it found), and whether one is queued or running.
+COMMUNITIES_DUE = """
+LET $asked = (SELECT VALUE created_at FROM job WHERE kind = 'communities'
+    ORDER BY created_at DESC LIMIT 1)[0] ?? d'1970-01-01T00:00:00Z';
+RETURN {
+    episodes: count(SELECT VALUE id FROM episode WITH INDEX episode_created_at
+        WHERE created_at > $asked),
+    active: count(SELECT VALUE id FROM job WHERE kind = 'communities'
+        AND status IN ['queued', 'running'])
+};
 """
 ENTITY_COMMUNITY = """
 SELECT VALUE in FROM has_member WITH INDEX has_member_out WHERE out = $id AND in.as_of = NONE

@@ -71,3 +71,9 @@ def test_communities_follow_ingestion_after_n_episodes(make_tenant, member, toke
     assert [c["member_count"] for c in built] == [3]
     jobs = client.get(f"{base}/jobs").json()
     assert [j["created_by"] for j in jobs if j["kind"] == "communities"] == ["ingestion"]
+    # Episodes that change no community: the count restarts at each rebuild asked for,
+    # so two of them ask for one more, and a third for none.
+    for text in ("nothing to report today.", "all quiet here.", "no news yet."):
+        post(client, f"{base}/episodes", {"content": text})
+    jobs = client.get(f"{base}/jobs").json()
+    assert [j["created_by"] for j in jobs if j["kind"] == "communities"] == ["ingestion"] * 2
