@@ -10,8 +10,6 @@ from django.contrib.admin.apps import AdminConfig
 from django.http import HttpRequest
 from django.urls import URLPattern, URLResolver, path
 
-CURATING_ROLES = ["curator", "owner"]  # Role values (models load after this module)
-
 
 class KgAdminSite(admin.AdminSite):
     site_header = "kgapp administration"
@@ -19,14 +17,10 @@ class KgAdminSite(admin.AdminSite):
     index_template = "admin/kg_index.html"
 
     def has_permission(self, request: HttpRequest) -> bool:
-        from tenants.models import Membership
+        from tenants.selectors import curatable_tenants  # models load after this module
 
         user = request.user
-        if not user.is_active:
-            return False
-        return bool(
-            user.is_staff or Membership.objects.filter(user=user, role__in=CURATING_ROLES).exists()
-        )
+        return bool(user.is_active and (user.is_staff or curatable_tenants(user).exists()))
 
     def get_urls(self) -> list[URLResolver | URLPattern]:
         from kgapp.web import admin_graph
@@ -37,12 +31,11 @@ class KgAdminSite(admin.AdminSite):
         ]
         return graph + super().get_urls()
 
-    def each_context(self, request: HttpRequest) -> dict[str, Any]:
-        from kgapp.web.admin_graph import curatable_tenants
+    def index(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> Any:
+        from tenants.selectors import curatable_tenants
 
-        context = super().each_context(request)
-        context["curatable_tenants"] = curatable_tenants(request.user)
-        return context
+        tenants = list(curatable_tenants(request.user))
+        return super().index(request, {**(extra_context or {}), "curatable_tenants": tenants})
 
 
 class KgAdminConfig(AdminConfig):

@@ -5,13 +5,24 @@ from __future__ import annotations
 from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import QuerySet
 
-from tenants.models import ApiToken, Membership, Tenant
+from tenants.models import ApiToken, Membership, Role, Tenant
+
+CURATING = [role.value for role in Role if role.rank >= Role.CURATOR.rank]
 
 
 def tenants_of_user(user: AbstractBaseUser) -> QuerySet[Tenant]:
     if user.is_staff:
         return Tenant.objects.all()
     return Tenant.objects.filter(memberships__user=user)
+
+
+def curatable_tenants(user: AbstractBaseUser) -> QuerySet[Tenant]:
+    """The tenants whose graph `user` may curate: all for staff, else where curator+."""
+    if user.is_staff:
+        return Tenant.objects.order_by("slug")
+    return Tenant.objects.filter(
+        memberships__user=user, memberships__role__in=CURATING
+    ).order_by("slug")
 
 
 def memberships_of_tenant(tenant: Tenant) -> QuerySet[Membership]:

@@ -236,9 +236,10 @@ async def _describe_all(
             key=lambda row: (-int(row.get("degree") or 0), str(row.get("name"))),
         )
         names = [str(m["name"]) for m in members]
+        if llm is None:  # the plain summary quotes three facts
+            quoted = await _fact_texts(store, community.facts[:3])
+            return community.fingerprint, _plain(names, quoted)
         facts = await _fact_texts(store, community.facts[:MAX_FACTS_SUMMARIZED])
-        if llm is None:
-            return community.fingerprint, _plain(names, facts)
         async with limit:
             return community.fingerprint, await _summarize(llm, names, facts, report)
 

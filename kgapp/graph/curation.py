@@ -25,7 +25,7 @@ import numpy as np
 from surrealdb.data.types.record_id import RecordID
 
 from kgapp.graph import queries
-from kgapp.graph.errors import GraphError, NotFound, QueryFailed, UniqueViolation
+from kgapp.graph.errors import GraphError, NotFound, UniqueViolation
 from kgapp.graph.ingest.normalize import canonical_name
 from kgapp.graph.ingest.resolve_entities import types_compatible
 from kgapp.graph.records import record_key
@@ -54,12 +54,8 @@ async def merge_entities(
         plan = await _merge_plan(store, survivor, merged, actor=actor, reason=reason)
         try:
             results = await store.transaction(plan.sql, plan.params)
-        except UniqueViolation:  # a concurrent writer: read again and re-plan
+        except UniqueViolation:  # a concurrent writer (or MERGE_GUARD): read again, re-plan
             if attempt + 1 < MERGE_ATTEMPTS:
-                continue
-            raise
-        except QueryFailed as error:
-            if "changed while merging" in str(error) and attempt + 1 < MERGE_ATTEMPTS:
                 continue
             raise
         await _recount(store, plan.endpoints)
@@ -149,7 +145,7 @@ async def _merge_plan(
         updated = folded.setdefault(key, dict(referrer))
         _relink(updated, new_ids)
     if created:
-        plan.batch.add(queries.FACTS_INSERT, rows=created)
+        plan.batch.add(queries.FACTS_BULK_INSERT, rows=created)
     for row in folded.values():
         plan.batch.add(queries.RECORD_REPLACE, id=row["id"], row=_content(row))
     mentions_created = _moved_relations(
@@ -300,7 +296,8 @@ async def undo(store: TenantStore, entry: RecordID, *, actor: str) -> dict[str, 
         raise CurationRefused(f"this merge was undone already by {record_key(audit['undone_by'])}")
     before, after = audit["before"], audit["after"]
     created = after.get("facts_created") or []
-    now = await _records(store, [row["id"] for row in created])
+    # What the merge created and what it changed, in one read (created ids are new ones).
+    now = await _records(store, [row["id"] for row in created + before["facts"]])
     for row in created:
         if now.get(record_key(row["id"])) != row:
             raise CurationRefused(
@@ -313,15 +310,14 @@ async def undo(store: TenantStore, entry: RecordID, *, actor: str) -> dict[str, 
         for record in after.get(key) or []:
             plan.add(queries.RECORD_DELETE, id=record)
     plan.add(queries.RECORD_DELETE, id=after["alias_created"])
-    existing = await _records(store, [fact["id"] for fact in before["facts"]])
     restored_facts = []
     for fact in before["facts"]:
-        if record_key(fact["id"]) in existing:  # folded into, or linking to, a moved fact
+        if record_key(fact["id"]) in now:  # folded into, or linking to, a moved fact
             plan.add(queries.RECORD_REPLACE, id=fact["id"], row=_content(fact))
         else:
             restored_facts.append(fact)
     if restored_facts:
-        plan.add(queries.FACTS_INSERT, rows=restored_facts)
+        plan.add(queries.FACTS_BULK_INSERT, rows=restored_facts)
     if before.get("mentions"):
         plan.add(queries.MENTIONS_INSERT, rows=before["mentions"])
     if before.get("memberships"):
@@ -344,7 +340,7 @@ async def undo(store: TenantStore, entry: RecordID, *, actor: str) -> dict[str, 
     for fact in before["facts"]:
         ends.update({record_key(fact["in"]), record_key(fact["out"])})
     await _recount(store, ends)
-    return dict(undo_entry)
+    return undo_entry
 
 
 async def _records(store: TenantStore, ids: list[RecordID]) -> dict[str, dict[str, Any]]:
@@ -526,6 +522,7 @@ async def generate_candidates(
         usable = np.flatnonzero(index.alive.data[:size] & index.has_vector.data[:size])
         vectors = index.vectors.data[usable]
         rows = [index.rows[int(i)] for i in usable]
+    names = [canonical_name(row["name"]) for row in rows]
     known = {
         frozenset((record_key(r["a"]), record_key(r["b"])))
         for r in await store.query_one(queries.CANDIDATE_PAIRS) or []
@@ -543,12 +540,11 @@ async def generate_candidates(
                 if pair in known or pair in found:
                     continue
                 cosine = float(scores[j])
-                spelling = SequenceMatcher(
-                    None, canonical_name(rows[i]["name"]), canonical_name(rows[j]["name"])
-                ).ratio()
                 if cosine >= band:
                     found[pair] = (cosine, "embedding_band", rows[i]["id"], rows[j]["id"])
-                elif spelling >= name_similarity:
+                    continue
+                spelling = SequenceMatcher(None, names[i], names[j]).ratio()
+                if spelling >= name_similarity:
                     found[pair] = (spelling, "name_similarity", rows[i]["id"], rows[j]["id"])
     best = sorted(found.values(), key=lambda item: -item[0])[:most]
     batch = queries.Batch()

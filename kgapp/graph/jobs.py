@@ -26,10 +26,17 @@ async def job_create(
     total: int = 1,
     created_by: str | None = None,
     params: dict[str, Any] | None = None,
+    document: RecordID | None = None,
 ) -> dict[str, Any]:
     return await store.query_one(
         queries.JOB_CREATE,
-        {"kind": kind, "total": total, "created_by": created_by, "params": params or {}},
+        {
+            "kind": kind,
+            "total": total,
+            "created_by": created_by,
+            "params": params or {},
+            "document": document,
+        },
     )
 
 

@@ -27,9 +27,9 @@ def positions(
     from random positions; a start given from Python costs seconds.)"""
     if count == 0:
         return []
-    graph = igraph.Graph(n=count, edges=[(a, b) for a, b in edges if a != b])
-    graph.simplify()
-    parts = sorted((sorted(c) for c in graph.connected_components()), key=len, reverse=True)
+    graph = igraph.Graph(n=count, edges=list(edges))
+    graph.simplify()  # drops loops and repeated edges
+    parts = sorted(graph.connected_components(), key=len, reverse=True)  # members ascending
     drawings = [_component(graph, members) for members in parts]
     coords: list[tuple[float, float]] = [(0.0, 0.0)] * count
     for members, (xs, ys) in zip(parts, _pack(drawings, aspect), strict=True):

@@ -115,6 +115,9 @@ class ReplayTooLong(GraphError):
     """More changes were missed than a replay sends: reload instead."""
 
 
+FEED_PAGE = 500  # change-feed entries read per round trip
+
+
 async def changes_since(
     store: TenantStore,
     since: datetime,
@@ -128,10 +131,7 @@ async def changes_since(
     for table in sorted(queries.check_table(t, queries.LIVE_TABLES) for t in tables):
         cursor: int | datetime = since
         while True:
-            sql = queries.changes_since(
-                queries.check_table(table, queries.LIVE_TABLES), cursor, 500
-            )
-            entries = await store.query_one(sql) or []
+            entries = await store.query_one(queries.changes_since(table, cursor, FEED_PAGE)) or []
             for entry in entries:
                 stamp = int(entry["versionstamp"])
                 for change in entry.get("changes") or []:
@@ -141,7 +141,7 @@ async def changes_since(
                 cursor = stamp + 1
             if len(found) > most:
                 raise ReplayTooLong(f"more than {most} changes since {since.isoformat()}")
-            if len(entries) < 500:
+            if len(entries) < FEED_PAGE:
                 break
     found.sort(key=lambda c: c.versionstamp or 0)
     return found

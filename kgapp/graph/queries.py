@@ -123,10 +123,12 @@ RETURN {
 };
 """
 
+ENTITY_COUNT = "RETURN count(SELECT VALUE id FROM entity);"
+
 JOB_CREATE = """
 CREATE ONLY job CONTENT {
-    kind: $kind, status: 'queued', progress: 0, total: $total,
-    counts: {}, timings: {}, created_by: $created_by, params: $params
+    kind: $kind, status: 'queued', progress: 0, total: $total, counts: {}, timings: {},
+    created_by: $created_by, params: $params, document: $document
 };
 """
 
@@ -331,13 +333,6 @@ CREATE dedup_candidate CONTENT {a: $a, b: $b, score: $score, method: 'ingestion_
 # One record per statement (batched): `FROM $ids` with an array parameter fails on
 # 3.0.2 ("Specify a database to use"), and `WHERE id IN $ids` scans the table.
 ENTITY_SUMMARY = "SELECT id, summary FROM ONLY $id;"
-
-JOB_CREATE_WITH = """
-CREATE ONLY job CONTENT {
-    kind: $kind, status: 'queued', progress: 0, total: $total, counts: {}, timings: {},
-    created_by: $created_by, params: $params, document: $document
-};
-"""
 
 JOB_REPORT = """
 UPDATE ONLY $job SET status = $status, finished_at = time::now(), updated_at = time::now(),
@@ -599,13 +594,12 @@ MERGE_GUARD = """
 IF count(SELECT VALUE id FROM relates_to WITH INDEX relates_to_in_relation WHERE in = $merged)
     + count(SELECT VALUE id FROM relates_to WITH INDEX relates_to_out_relation WHERE out = $merged)
     != $facts {
-    THROW "the entity changed while merging; try again";
+    THROW "conflict: the entity changed while merging; try again";
 };
 """
 
 RECORD_DELETE = "DELETE $id RETURN NONE;"
 RECORD_REPLACE = "UPDATE $id CONTENT $row RETURN NONE;"
-FACTS_INSERT = "INSERT RELATION INTO relates_to $rows RETURN NONE;"
 MENTIONS_INSERT = "INSERT RELATION INTO mentions $rows RETURN NONE;"
 MEMBERSHIPS_INSERT = "INSERT RELATION INTO has_member $rows RETURN NONE;"
 ALIAS_POINT = "UPDATE $id SET entity = $entity RETURN NONE;"
@@ -767,7 +761,7 @@ RETURN {
         AND status IN ['queued', 'running'])
 };
 """
-ENTITY_COMMUNITY = """
-SELECT VALUE in FROM has_member WITH INDEX has_member_out WHERE out = $id AND in.as_of = NONE
-LIMIT 1;
+COMMUNITIES_OF_ENTITIES = """
+SELECT out AS entity, in AS community FROM has_member WITH INDEX has_member_out
+WHERE out IN $entities AND in.as_of = NONE;
 """

@@ -152,9 +152,7 @@ CELERY_BEAT_SCHEDULE = {
 
 # --- Communities ------------------------------------------------------------------
 COMMUNITY_METHOD = env.text("KG_COMMUNITY_METHOD", "modularity")  # or "cpm"
-COMMUNITY_RESOLUTIONS = tuple(
-    float(r) for r in env.listing("KG_COMMUNITY_RESOLUTIONS", "1.0") if r.strip()
-)
+COMMUNITY_RESOLUTIONS = tuple(float(r) for r in env.listing("KG_COMMUNITY_RESOLUTIONS", "1.0"))
 COMMUNITY_EVERY_EPISODES = env.integer("KG_COMMUNITY_EVERY_EPISODES", 200)
 
 # --- Graph store ----------------------------------------------------------------------

@@ -9,7 +9,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 from django.contrib import messages
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
@@ -18,25 +17,16 @@ from django.views.decorators.http import require_POST
 
 from kgapp.graph import curation
 from kgapp.graph.errors import GraphError, InvalidRecordId, NotFound
+from kgapp.graph.ingest.extract import parse_when
 from kgapp.graph.records import parse_record_id, to_json
 from kgapp.graph.search import service
 from tenants.access import TenantAccess, tenant_access
 from tenants.errors import RoleRequired, TenantAccessError
 from tenants.graph import embedder, tenant_graph
-from tenants.models import Membership, Role, Tenant
+from tenants.models import Role
+from tenants.selectors import curatable_tenants
 
 PAGE = 50
-
-
-def curatable_tenants(user: AbstractBaseUser | AnonymousUser) -> list[Tenant]:
-    if not user.is_authenticated:
-        return []
-    if user.is_staff:
-        return list(Tenant.objects.order_by("slug"))
-    slugs = Membership.objects.filter(
-        user=user, role__in=[Role.CURATOR.value, Role.OWNER.value]
-    ).values_list("tenant__slug", flat=True)
-    return list(Tenant.objects.filter(slug__in=list(slugs)).order_by("slug"))
 
 
 def _access(request: HttpRequest, slug: str) -> TenantAccess:
@@ -78,16 +68,6 @@ def _run(access: TenantAccess, operation: Any, *args: Any, **kwargs: Any) -> Any
         raise Http404(str(error)) from error
 
 
-def _when(text: str | None) -> datetime | None:
-    if not text:
-        return None
-    try:
-        moment = datetime.fromisoformat(text)
-    except ValueError:
-        return None
-    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment
-
-
 def _actor(request: HttpRequest) -> str:
     return str(request.user.get_username())
 
@@ -104,7 +84,7 @@ def tenants(request: HttpRequest) -> HttpResponse:
         {
             **admin.site.each_context(request),
             "title": "Knowledge graph curation",
-            "tenants": curatable_tenants(request.user),
+            "tenants": list(curatable_tenants(request.user)),
         },
     )
 
@@ -120,9 +100,9 @@ def facts(request: HttpRequest, slug: str) -> HttpResponse:
         "relation": get.get("relation") or None,
         "state": get.get("state") if get.get("state") in curation.FACT_STATES else None,
         "entity": entity,
-        "valid_from": _when(get.get("valid_from")),
-        "valid_to": _when(get.get("valid_to")),
-        "known_at": _when(get.get("known_at")),
+        "valid_from": parse_when(get.get("valid_from")),
+        "valid_to": parse_when(get.get("valid_to")),
+        "known_at": parse_when(get.get("known_at")),
     }
     rows = graph.run(curation.facts_page, **filters, limit=PAGE + 1, offset=offset)
     query = get.copy()
@@ -174,7 +154,7 @@ def fact_act(request: HttpRequest, slug: str, fact_id: str) -> HttpResponse:
     reason = post.get("reason", "").strip()[:500] or None
     try:
         if post.get("action") == "invalidate":
-            ended = _when(post.get("ended_at"))
+            ended = parse_when(post.get("ended_at"))
             if ended is None:
                 messages.error(request, "Give the date the fact stopped holding.")
                 return HttpResponseRedirect(request.path.rsplit("act/", 1)[0])
@@ -195,7 +175,7 @@ def fact_act(request: HttpRequest, slug: str, fact_id: str) -> HttpResponse:
                 curation.correct_fact,
                 record,
                 text=text,
-                valid_at=_when(post.get("valid_at")),
+                valid_at=parse_when(post.get("valid_at")),
                 embedding=vector,
                 actor=_actor(request),
                 reason=reason,

@@ -18,20 +18,17 @@ def home(request: HttpRequest) -> HttpResponse:
 
 
 def tenant_home(request: HttpRequest, slug: str) -> HttpResponse:
-    access = request.tenant_access  # type: ignore[attr-defined]
-    counts = tenant_graph(access.tenant).run(stats.graph_counts)
-    return render(
-        request,
-        "tenant_home.html",
-        {"tenant": access.tenant, "role": access.role.value, "counts": counts},
-    )
+    tenant = request.tenant_access.tenant  # type: ignore[attr-defined]
+    counts = tenant_graph(tenant).run(stats.graph_counts)
+    return _tenant_page(request, "tenant_home.html", counts=counts)
 
 
 def explore(request: HttpRequest, slug: str) -> HttpResponse:
-    """The graph explorer; it reads the API and the graph socket with the session."""
-    access = request.tenant_access  # type: ignore[attr-defined]
-    counts = tenant_graph(access.tenant).run(stats.graph_counts)
-    return _tenant_page(request, "explore.html", counts=counts)
+    """The graph explorer; it reads the API and the graph socket with the session (the
+    entity count picks the renderer for large graphs)."""
+    tenant = request.tenant_access.tenant  # type: ignore[attr-defined]
+    entities = tenant_graph(tenant).run(stats.entity_count)
+    return _tenant_page(request, "explore.html", entities=entities)
 
 
 def uploads(request: HttpRequest, slug: str) -> HttpResponse:

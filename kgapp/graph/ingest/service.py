@@ -43,16 +43,7 @@ async def episode_submit(
     """The episode's (deterministic) id and a queued job that will ingest it."""
     record = episode_record(episode, content_hash(episode.content))
     params = {"episodes": [_episode_params(episode)]}
-    job = await store.query_one(
-        queries.JOB_CREATE_WITH,
-        {
-            "kind": "ingest_episode",
-            "total": 1,
-            "created_by": created_by,
-            "params": params,
-            "document": None,
-        },
-    )
+    job = await jobs.job_create(store, kind="ingest_episode", created_by=created_by, params=params)
     return record_key(record), to_json(job)
 
 
@@ -91,15 +82,8 @@ async def document_submit(
             },
         },
     )
-    job = await store.query_one(
-        queries.JOB_CREATE_WITH,
-        {
-            "kind": "ingest_document",
-            "total": 0,
-            "created_by": uploaded_by,
-            "params": {},
-            "document": record,
-        },
+    job = await jobs.job_create(
+        store, kind="ingest_document", total=0, created_by=uploaded_by, document=record
     )
     await store.query(queries.DOCUMENT_LINK_JOB, {"id": record, "job": job["id"]})
     document = {k: v for k, v in document.items() if k not in ("text", "messages")}
@@ -279,7 +263,6 @@ async def fact_add(
         source_description=f"fact added through the API by {created_by or 'unknown'}",
     )
     ctx = await ingest_context(store, embedder=embedder, llm=None)
-    ctx.now = now
     work = EpisodeWork(
         input=episode,
         record=episode_record(episode, content_hash(episode.content)),

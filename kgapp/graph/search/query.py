@@ -21,6 +21,7 @@ from kgapp.graph.llm.prompts import query as prompt
 from kgapp.graph.records import record_key
 from kgapp.graph.search.service import (
     Hit,
+    Indexes,
     Moment,
     Scope,
     SearchRequest,
@@ -92,12 +93,12 @@ async def query(
     keywords = await _keywords(request.question, llm)
     entities: list[dict[str, Any]] = []
     facts: list[dict[str, Any]] = []
+    indexes = Indexes(store)
     if request.mode in ("local", "hybrid", "mix"):
-        local_entities, local_facts = await _local(store, request, keywords["low_level"], embedder)
-        entities, facts = local_entities, local_facts
+        entities, facts = await _local(store, indexes, request, keywords["low_level"], embedder)
     if request.mode in ("global", "hybrid", "mix"):
         global_facts, global_entities = await _global(
-            store, request, keywords["high_level"], embedder
+            store, indexes, request, keywords["high_level"], embedder
         )
         entities = _round_robin(entities, global_entities)
         facts = _round_robin(facts, global_facts)
@@ -113,6 +114,7 @@ async def query(
                 moment=request.moment,
             ),
             embedder,
+            indexes=indexes,
         )
         chunks = [h.record for h in found.episodes]
     entities = _within(entities, request.max_entity_tokens, _entity_line)
@@ -148,7 +150,12 @@ async def _keywords(question: str, llm: LLMClient | None) -> dict[str, list[str]
 
 
 async def _keyword_search(
-    store: TenantStore, request: QueryRequest, words: list[str], scope: Scope, embedder: Embedder
+    store: TenantStore,
+    indexes: Indexes,
+    request: QueryRequest,
+    words: list[str],
+    scope: Scope,
+    embedder: Embedder,
 ) -> list[Hit]:
     """Hybrid search of one scope by the keywords (the question when there are none)."""
     spec = SearchRequest(
@@ -157,13 +164,17 @@ async def _keyword_search(
         limit=request.top_k,
         moment=request.moment,
     )
-    return getattr(await search(store, spec, embedder), scope)
+    return getattr(await search(store, spec, embedder, indexes=indexes), scope)
 
 
 async def _local(
-    store: TenantStore, request: QueryRequest, words: list[str], embedder: Embedder
+    store: TenantStore,
+    indexes: Indexes,
+    request: QueryRequest,
+    words: list[str],
+    embedder: Embedder,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    hits = await _keyword_search(store, request, words, "entities", embedder)
+    hits = await _keyword_search(store, indexes, request, words, "entities", embedder)
     entities = [h.record for h in hits]
     # Read no more facts than the relation budget can hold: a line costs at least its
     # words plus the validity note.
@@ -174,14 +185,19 @@ async def _local(
         limit=1000,
         budget=request.max_relation_tokens,
         per_fact=LINE_OVERHEAD,
+        indexes=indexes,
     )
     return entities, facts
 
 
 async def _global(
-    store: TenantStore, request: QueryRequest, words: list[str], embedder: Embedder
+    store: TenantStore,
+    indexes: Indexes,
+    request: QueryRequest,
+    words: list[str],
+    embedder: Embedder,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    hits = await _keyword_search(store, request, words, "facts", embedder)
+    hits = await _keyword_search(store, indexes, request, words, "facts", embedder)
     facts = [h.record for h in hits]
     return facts, fact_endpoints(facts)
 

@@ -94,26 +94,56 @@ class RerankerUnavailable(GraphError):
     """The cross-encoder reranker needs a model, and none is configured."""
 
 
+class Indexes:
+    """The tenant's in-process search indexes, each brought up to date with the database
+    at most once: one per search or query (each refresh is a round trip)."""
+
+    def __init__(self, store: TenantStore) -> None:
+        self._store = store
+        self._facts: FactIndex | None = None
+        self._entities: EntityIndex | None = None
+
+    async def facts(self) -> FactIndex:
+        if self._facts is None:
+            self._facts = await fact_index(self._store)
+        return self._facts
+
+    async def entities(self) -> EntityIndex:
+        if self._entities is None:
+            self._entities = await entity_index(self._store)
+        return self._entities
+
+
 async def search(
-    store: TenantStore, request: SearchRequest, embedder: Embedder, llm: LLMClient | None = None
+    store: TenantStore,
+    request: SearchRequest,
+    embedder: Embedder,
+    llm: LLMClient | None = None,
+    indexes: Indexes | None = None,
 ) -> SearchResults:
     if request.reranker == "cross_encoder" and llm is None:
         raise RerankerUnavailable(
             "the cross_encoder reranker needs a model: set OPENAI_BASE_URL or OPENAI_API_KEY,"
             " or choose rrf, mmr, node_distance or episode_mentions"
         )
-    vector = None
-    if "cosine" in request.methods or request.reranker == "mmr":
+    vector = None  # only fact and entity search use the query's vector
+    vector_scopes = {"facts", "entities"} & set(request.scopes)
+    if vector_scopes and ("cosine" in request.methods or request.reranker == "mmr"):
         vector = (await asyncio.to_thread(embedder.embed, [request.query]))[0]
     results = SearchResults()
+    indexes = indexes or Indexes(store)
     if "activation" in request.methods:
-        activated = await _activation(store, request, embedder, vector)
+        activated = await _activation(store, await indexes.entities(), request, embedder, vector)
     else:
         activated = {"facts": [], "entities": []}
     if "facts" in request.scopes:
-        results.facts = await _facts(store, request, vector, activated["facts"])
+        facts = await indexes.facts()
+        results.facts = await _facts(store, facts, request, vector, activated["facts"])
     if "entities" in request.scopes:
-        results.entities = await _entities(store, request, vector, activated["entities"])
+        entities = await indexes.entities()
+        results.entities = await _entities(
+            store, entities, request, vector, activated["entities"]
+        )
     if "episodes" in request.scopes:
         results.episodes = await _episodes(store, request)
     if "communities" in request.scopes:
@@ -170,6 +200,7 @@ async def decay_retrieval_counts(store: TenantStore, *, lambda_: float = 0.01) -
 
 async def _facts(
     store: TenantStore,
+    index: FactIndex,
     request: SearchRequest,
     vector: list[float] | None,
     activated: list[dict[str, Any]],
@@ -177,7 +208,6 @@ async def _facts(
     pool = request.limit * 4
     found: dict[str, list[dict[str, Any]]] = {}
     ranked: dict[str, list[tuple[str, float]]] = {}
-    index = await fact_index(store)  # brought up to date once per search
     if "bm25" in request.methods or ("cosine" in request.methods and vector is not None):
         moment = request.moment
         mask = index.visible(moment.as_of, moment.known_at, request.relations, request.edge_types)
@@ -203,13 +233,13 @@ async def _facts(
 
 async def _entities(
     store: TenantStore,
+    index: EntityIndex,
     request: SearchRequest,
     vector: list[float] | None,
     activated: list[dict[str, Any]],
 ) -> list[Hit]:
     pool = request.limit * 4
     found: dict[str, list[dict[str, Any]]] = {}
-    index = await entity_index(store)  # brought up to date once per search
     if "bm25" in request.methods or ("cosine" in request.methods and vector is not None):
         mask = index.of_types(request.entity_types)
         if "bm25" in request.methods:
@@ -361,11 +391,14 @@ async def _mentions(
 
 
 async def _activation(
-    store: TenantStore, request: SearchRequest, embedder: Embedder, vector: list[float] | None
+    store: TenantStore,
+    index: EntityIndex,
+    request: SearchRequest,
+    embedder: Embedder,
+    vector: list[float] | None,
 ) -> dict[str, list[dict[str, Any]]]:
     """Entities and facts reached by spreading activation from the query's seeds, best
     first (facts scored by the weaker end's activation times effective confidence)."""
-    index = await entity_index(store)
     seeds = await activation_seeds(store, index, request, embedder, vector)
     seen: dict[str, dict[str, Any]] = {}
     names: dict[str, str] = {}
@@ -545,12 +578,16 @@ async def graph_elements(
 
 
 async def _communities_of(store: TenantStore, keys: list[str]) -> dict[str, str]:
-    """The current community of each entity that has one."""
-    batch = queries.Batch()
-    for key in keys:
-        batch.add(queries.ENTITY_COMMUNITY, id=_record(key))
-    rows = await store.query(batch.sql, batch.params) if keys else []
-    return {key: record_key(row[0]) for key, row in zip(keys, rows, strict=True) if row}
+    """The current community of each entity that has one (in one statement)."""
+    if not keys:
+        return {}
+    rows = await store.query_one(
+        queries.COMMUNITIES_OF_ENTITIES, {"entities": [_record(k) for k in keys]}
+    )
+    found: dict[str, str] = {}
+    for row in rows or []:
+        found.setdefault(record_key(row["entity"]), record_key(row["community"]))
+    return found
 
 
 async def _all_facts(store: TenantStore, entities: list[Any], limit: int) -> list[dict[str, Any]]:
@@ -627,11 +664,12 @@ async def facts_touching(
     limit: int,
     budget: int | None = None,
     per_fact: int = 0,
+    indexes: Indexes | None = None,
 ) -> list[dict[str, Any]]:
     """Visible facts with an end among `entities` (LightRAG's one hop), those touching
     most of them first, then the most confident and recent; one read of the database,
     of no more facts than `budget` tokens could hold (see FactIndex.touching)."""
-    index = await fact_index(store)
+    index = await (indexes or Indexes(store)).facts()
     mask = index.visible(moment.as_of, moment.known_at)
     keys = index.touching(
         [record_key(e) for e in entities], mask, limit, budget=budget, per_fact=per_fact
