@@ -511,9 +511,13 @@ FROM episode WHERE content @1,OR@ $query ORDER BY score DESC LIMIT $limit;
 """
 
 # Up to $limit episodes that mention an entity (provenance in the explorer).
-ENTITY_EPISODES = """
-RETURN array::slice(($id<-mentions<-episode).{id, name, content, source, source_description,
-    valid_at, created_at, document}, 0, $limit);
+# The episodes mentioning an entity, as (id, valid_at) to pick the newest in Python:
+# ORDER BY over `FROM ($id<-mentions<-episode)` is not reliable on 3.0.2
+# (docs/surrealdb-notes.md); then those few in full.
+ENTITY_EPISODE_TIMES = "RETURN ($id<-mentions<-episode).{id, valid_at};"
+EPISODE_PASSAGE = """
+SELECT id, name, content, source, source_description, valid_at, created_at, document
+FROM ONLY $id;
 """
 
 ENTITY_MENTION_COUNT = "SELECT VALUE count(<-mentions) FROM ONLY $id;"

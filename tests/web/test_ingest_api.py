@@ -62,6 +62,11 @@ def test_episodes_become_facts_through_the_api(editor, eager) -> None:
     assert client.get(f"{base}/entities/entity:nobody/episodes").status_code == 404
     detail = client.get(f"{base}/").json()
     assert detail["counts"]["entities"] == 3 and detail["counts"]["episodes"] == 2
+    # An older passage: `limit` keeps the newest ones.
+    post_json(client, f"{base}/episodes", {
+        "content": "Alice met Carol.", "reference_time": "2023-06-01T00:00:00Z"})
+    newest = client.get(f"{base}/entities/{alice}/episodes?limit=2").json()
+    assert [p["content"] for p in newest] == [e["content"] for e in listed]
 
 
 def test_fact_triplet_supersedes_by_rule(editor) -> None:

@@ -701,8 +701,12 @@ async def entity_episodes(
 ) -> list[dict[str, Any]]:
     """Episodes that mention the entity (up to `limit`), newest first."""
     await entity_get(store, entity)  # 404 for an unknown entity
-    rows = await store.query_one(queries.ENTITY_EPISODES, {"id": entity, "limit": limit}) or []
-    return sorted(rows, key=lambda r: (r["valid_at"], record_key(r["id"])), reverse=True)
+    times = await store.query_one(queries.ENTITY_EPISODE_TIMES, {"id": entity}) or []
+    newest = sorted(times, key=lambda r: (r["valid_at"], record_key(r["id"])), reverse=True)
+    batch = queries.Batch()
+    for row in newest[:limit]:
+        batch.add(queries.EPISODE_PASSAGE, id=row["id"])
+    return [row for row in await store.query(batch.sql, batch.params) if row] if batch else []
 
 
 async def entities_lookup(
