@@ -70,16 +70,13 @@ REPLAY_MARGIN = timedelta(seconds=10)
 
 class GraphConsumer(LiveConsumer):
     """The explorer's socket. `?since=<ISO time>` (the `at` of the last message the
-    client had) asks for what the change feeds recorded from a little before then; live
-    changes arriving meanwhile are held back and follow the replay, so the client ends
-    with every record's latest state. Too much missed: `replay.reload`."""
-
-    replaying = False
+    client had) asks for what the change feeds recorded from a little before then. The
+    replay is sent inside `connect`, and a consumer handles one message at a time, so
+    live changes arriving meanwhile wait in the channel layer and follow it: the client
+    ends with every record's latest state. Too much missed: `replay.reload`."""
 
     async def connect(self) -> None:
-        self.held: list[dict[str, Any]] = []
         self.since = _since(self.scope.get("query_string", b""))
-        self.replaying = self.since is not None
         await super().connect()
 
     async def connected(self) -> None:
@@ -97,16 +94,6 @@ class GraphConsumer(LiveConsumer):
             for change in changes:
                 await self.send_json({**live_payload(to_json(asdict(change))), "replayed": True})
             await self.send_json({"type": "replay.done", "count": len(changes)})
-        self.replaying = False
-        held, self.held = self.held, []
-        for message in held:
-            await self.send_json(message)
-
-    async def graph_change(self, event: dict[str, Any]) -> None:
-        if self.replaying:
-            self.held.append({**live_payload(event["change"]), "at": event.get("at")})
-        else:
-            await super().graph_change(event)
 
 
 def _since(query_string: bytes) -> datetime | None:

@@ -107,6 +107,7 @@ function fmt(ms) {
 // --- the graph ---------------------------------------------------------------------
 
 if (window.cytoscapeFcose) window.cytoscape.use(window.cytoscapeFcose);
+const FORCE_LAYOUT = window.cytoscapeFcose ? 'fcose' : 'cose';
 
 // WebGL draws large graphs much faster (Cytoscape 3.31+) on a graphics card; emulated
 // in software (SwiftShader, llvmpipe) it is slower than the canvas. ?webgl=0 or 1 overrides.
@@ -163,8 +164,10 @@ window.kgExplorer = { cy, state, applyTime, merge, layout, clear, seenAt: new Ma
 
 function nodeData(row) {
   const id = row.id;
-  const community = row.community ?? state.nodes.get(id)?.community ?? null;
-  const entry = state.nodes.get(id) ?? { ele: null, created: 0 };
+  const known = state.nodes.get(id);
+  const community = row.community ?? known?.community ?? null;
+  const entry = known ?? { ele: null, created: 0 };
+  const type = row.type ?? row.entity_type ?? 'Entity';
   // Unknown creation time (a placeholder for a fact's end): treat as always known.
   if (row.created_at !== undefined) entry.created = row.created_at ? time(row.created_at) : 0;
   entry.community = community;
@@ -172,10 +175,10 @@ function nodeData(row) {
   return {
     id,
     label: row.label ?? row.name ?? id,
-    type: row.type ?? row.entity_type ?? 'Entity',
+    type,
     summary: row.summary ?? '',
     degree: row.degree ?? 0,
-    colour: colourOf(row.type ?? row.entity_type ?? 'Entity'),
+    colour: colourOf(type),
     community,
     communityColour: community ? communityColour(community) : '#c4c9cf',
   };
@@ -327,18 +330,17 @@ function nearNeighbour(id, edges) {
 const SERVER_LAYOUT = 1000;
 
 function layout(elements, { fit = false } = {}) {
-  const name = window.cytoscapeFcose ? 'fcose' : 'cose';
   const target = elements ?? cy.elements();
   if (target.empty()) return;
   if (!elements && target.nodes().length > SERVER_LAYOUT) {
     serverLayout(target, fit);
     return;
   }
-  const options = { name, animate: false, fit, randomize: !elements, nodeRepulsion: 6000,
+  const options = { name: FORCE_LAYOUT, animate: false, fit, randomize: !elements, nodeRepulsion: 6000,
     idealEdgeLength: 90, quality: target.nodes().length > 500 ? 'draft' : 'default' };
   if (elements) {
     // Lay out the new elements around the ones already placed, which stay put.
-    const fixed = cy.nodes().not(elements).filter((n) => target.neighborhood().contains(n));
+    const fixed = target.neighborhood().nodes().not(elements);
     options.fixedNodeConstraint = fixed.map((n) => ({ nodeId: n.id(), position: n.position() }));
     target.union(fixed).layout(options).run();
   } else {
@@ -397,17 +399,17 @@ function applyTime() {
       if (next !== 'off') {
         live.add(fact.source);
         live.add(fact.target);
-        if (!fact.ele) first.push(fact.data);
+        if (!fact.ele) first.push([fact, next]);
       } else if (!fact.ele) {
         later = true;
       }
       if (fact.ele || next === 'off') setShown(id, fact.ele, next);
     }
     if (first.length) {
-      cy.add(first.map((data) => ({ group: 'edges', data }))).forEach((ele) => {
-        const fact = state.facts.get(ele.id());
+      cy.add(first.map(([fact]) => ({ group: 'edges', data: fact.data }))).forEach((ele, i) => {
+        const [fact, next] = first[i];
         fact.ele = ele;
-        setShown(ele.id(), ele, factShown(ele.id(), fact, view));
+        setShown(ele.id(), ele, next);
       });
     }
     for (const [id, node] of state.nodes) {
@@ -504,7 +506,7 @@ async function placeOnServer(target, fit) {
     if (fit) fitPoints(positions, 30);
   } catch (error) {
     status(`Layout on the server failed (${error.message}); laying out here…`);
-    target.layout({ name: window.cytoscapeFcose ? 'fcose' : 'cose', quality: 'draft',
+    target.layout({ name: FORCE_LAYOUT, quality: 'draft',
       animate: false, fit }).run();
   }
 }
