@@ -97,14 +97,14 @@ class GraphConsumer(LiveConsumer):
 
 
 def _since(query_string: bytes) -> datetime | None:
-    values = parse_qs(query_string.decode("latin-1")).get("since") or []
+    values = parse_qs(query_string.decode("latin-1")).get("since")
+    if not values:
+        return None
     try:
-        moment = datetime.fromisoformat(values[0].replace("Z", "+00:00")) if values else None
+        moment = datetime.fromisoformat(values[0])  # a trailing Z reads as UTC
     except ValueError:
         return None  # an unreadable cursor: live only (the client reloads its view)
-    if moment is None:
-        return None
-    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+    return moment.astimezone(UTC) if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 def _now() -> str:

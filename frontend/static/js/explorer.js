@@ -293,21 +293,20 @@ function forget(id) {
   const entry = state.facts.get(id) ?? state.nodes.get(id);
   if (entry?.ele) entry.ele.remove();
   const isNode = state.nodes.has(id);
-  unshow(id, isNode ? 'nodes' : 'edges');
+  unshow(id);
   state.facts.delete(id);
   state.nodes.delete(id);
   if (!isNode) return;
   for (const [factId, fact] of state.facts) { // a removed node takes its facts along
     if (fact.source === id || fact.target === id) {
-      unshow(factId, 'edges');
+      unshow(factId);
       state.facts.delete(factId);
     }
   }
 }
 
-function unshow(id, group) {
-  const shown = state.shown.get(id);
-  if (shown !== undefined && shown !== 'off') state.visible[group] -= 1;
+function unshow(id) {
+  setShown(id, null, 'off'); // counts it out of state.visible while its maps still hold it
   state.shown.delete(id);
 }
 
