@@ -190,7 +190,7 @@ def test_query_modes_assemble_context_as_of(two_tenants, mode) -> None:
     assert [f["target_name"] for f in now["facts"]] == ["Beta Inc"]
     past = ask({"query": "Where does Alice work?", "mode": mode, "as_of": "2024-01-20T00:00:00Z"})
     assert [f["target_name"] for f in past["facts"]] == ["Acme Corp"]
-    assert "valid 2024-01-15 to 2024-02-01" in past["context_text"]
+    assert "Alice WORKS_AT Acme Corp [15 January 2024 to 1 February 2024]" in past["context_text"]
 
 
 def test_query_budgets_and_answers(two_tenants, scripted_llm, settings) -> None:
@@ -214,7 +214,7 @@ def test_query_budgets_and_answers(two_tenants, scripted_llm, settings) -> None:
         if task == "query_keywords":
             return {"high_level": ["employment"], "low_level": ["Alice"]}
         context = body["messages"][-1]["content"]
-        return {"answer": "Beta Inc" if "Alice WORKS_AT Beta Inc [valid 2024-02-01 to now]" in context else "unknown"}
+        return {"answer": "Beta Inc" if "Alice WORKS_AT Beta Inc [since 1 February 2024]" in context else "unknown"}
 
     scripted_llm.on_chat(model)
     settings.OPENAI_BASE_URL, settings.OPENAI_API_KEY, settings.LLM_MAX_RETRIES = scripted_llm.base_url, "t", 0

@@ -217,14 +217,29 @@ def _entity_line(entity: dict[str, Any]) -> str:
     )
 
 
+def _day(moment: datetime) -> str:
+    """A date as people write it ("8 May 2023"): the words a question or its answer uses."""
+    return f"{moment.day} {moment:%B %Y}"
+
+
 def _fact_line(fact: dict[str, Any]) -> str:
-    until = fact["invalid_at"].date().isoformat() if fact.get("invalid_at") else "now"
-    return f"- {fact['fact']} [valid {fact['valid_at'].date().isoformat()} to {until}]"
+    since = _day(fact["valid_at"])
+    if fact.get("invalid_at"):
+        return f"- {fact['fact']} [{since} to {_day(fact['invalid_at'])}]"
+    return f"- {fact['fact']} [since {since}]"
 
 
-_SOME_DAY = datetime(2024, 1, 1, tzinfo=UTC)
-# The tokens of a fact line beyond the fact's own words (the fewest: still valid).
-LINE_OVERHEAD = count_tokens(_fact_line({"fact": "", "valid_at": _SOME_DAY, "invalid_at": None}))
+def _source_line(episode: dict[str, Any]) -> str:
+    """The passage after its reference time (for a conversation, the session's date), so
+    that "when" questions can be answered from it."""
+    return f"- [{_day(episode['valid_at'])}] [{record_key(episode['id'])}] {episode['content']}"
+
+
+# The tokens of a fact line beyond the fact's own words (the fewest: still valid, and a
+# month name short enough to count as one token).
+LINE_OVERHEAD = count_tokens(
+    _fact_line({"fact": "", "valid_at": datetime(2024, 5, 1, tzinfo=UTC), "invalid_at": None})
+)
 
 
 def _within(items: list[dict[str, Any]], budget: int, line: Any) -> list[dict[str, Any]]:
@@ -248,8 +263,25 @@ def _context(
     chunks: list[dict[str, Any]],
     budget: int,
 ) -> str:
-    lines = ["## Entities", *map(_entity_line, entities), "", "## Facts", *map(_fact_line, facts)]
-    if chunks:
-        lines += ["", "## Sources"]
-        lines += [f"- [{record_key(c['id'])}] {c['content']}" for c in chunks]
-    return "\n".join(lines[: _fitting(lines, budget)]).strip()
+    """The sections in order, cut at the first line that would take the whole past
+    `budget` tokens; a section with no line (none found, or none fitting) is left out,
+    header included."""
+    sections = (
+        ("## Entities", [_entity_line(e) for e in entities]),
+        ("## Facts", [_fact_line(f) for f in facts]),
+        ("## Sources", [_source_line(c) for c in chunks]),
+    )
+    blocks: list[str] = []
+    left = budget
+    for header, lines in sections:
+        if not lines:
+            continue
+        block = [header, *lines]
+        kept = _fitting(block, left)
+        if kept > 1:
+            blocks.append("\n".join(block[:kept]))
+            left -= sum(map(count_tokens, block[:kept]))
+        if kept < len(block):
+            break
+    # Blank lines cost nothing: count_tokens is additive over whitespace.
+    return "\n\n".join(blocks)
