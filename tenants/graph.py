@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import functools
 import threading
 
 from django.conf import settings
 from django.core.signals import setting_changed
 
 from kgapp.graph.embeddings import Embedder, OpenAIEmbedder, local_embedder
+from kgapp.graph.ingest.offline import OfflineExtractor
 from kgapp.graph.llm.cache import SurrealCache
 from kgapp.graph.llm.client import LLMClient, LLMConfig
 from kgapp.graph.schema import Migration, load_migrations
@@ -78,6 +80,17 @@ def llm_client(store: TenantStore) -> LLMClient | None:
     if not (settings.OPENAI_BASE_URL or settings.OPENAI_API_KEY):
         return None
     return LLMClient(llm_config(), cache=SurrealCache(store))
+
+
+def offline_extractor() -> OfflineExtractor:
+    """The extractor used without an LLM, for settings.SPACY_MODEL; its pipeline loads
+    on first use, once per process."""
+    return _offline_extractor(settings.SPACY_MODEL)
+
+
+@functools.cache
+def _offline_extractor(model_name: str) -> OfflineExtractor:
+    return OfflineExtractor(model_name)
 
 
 def embedder() -> Embedder:

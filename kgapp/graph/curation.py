@@ -18,7 +18,6 @@ from __future__ import annotations
 import secrets
 from collections.abc import Iterable
 from datetime import UTC, datetime
-from difflib import SequenceMatcher
 from typing import Any
 
 import numpy as np
@@ -26,7 +25,7 @@ from surrealdb.data.types.record_id import RecordID
 
 from kgapp.graph import queries
 from kgapp.graph.errors import GraphError, NotFound, UniqueViolation
-from kgapp.graph.ingest.normalize import canonical_name
+from kgapp.graph.ingest import names
 from kgapp.graph.ingest.resolve_entities import types_compatible
 from kgapp.graph.records import record_key
 from kgapp.graph.search.index import entity_index
@@ -290,10 +289,12 @@ async def undo(store: TenantStore, entry: RecordID, *, actor: str) -> dict[str, 
     Refused when the merge was undone already, or when what it created has changed
     since (a later change would be lost)."""
     audit = await audit_get(store, entry)
-    if audit["action"] != "merge":
+    if audit["action"] not in ("merge", "auto_merge"):
         raise CurationRefused(f"only merges can be undone, not {audit['action']!r}")
     if audit.get("undone_by") is not None:
         raise CurationRefused(f"this merge was undone already by {record_key(audit['undone_by'])}")
+    if audit["action"] == "auto_merge":
+        return await _undo_auto_merge(store, audit, actor=actor)
     before, after = audit["before"], audit["after"]
     created = after.get("facts_created") or []
     # What the merge created and what it changed, in one read (created ids are new ones).
@@ -340,6 +341,65 @@ async def undo(store: TenantStore, entry: RecordID, *, actor: str) -> dict[str, 
     for fact in before["facts"]:
         ends.update({record_key(fact["in"]), record_key(fact["out"])})
     await _recount(store, ends)
+    return undo_entry
+
+
+async def _undo_auto_merge(
+    store: TenantStore, audit: dict[str, Any], *, actor: str
+) -> dict[str, Any]:
+    """Split a name that resolution merged without a person back off: its entity stands
+    alone again, with the facts and the mention its episode brought through that name,
+    and the pair is recorded as rejected so that nothing proposes it again. Facts that
+    later episodes attached through the alias stay with the survivor."""
+    after = audit["after"]
+    survivor, merged = after["survivor"], after["merged"]
+    facts = await _records(store, list(after.get("facts") or []))
+    plan = queries.Batch()
+    token = secrets.token_hex(4)
+    # A relation's ends cannot change: each fact is re-created under a new id, and the
+    # supersession links to it follow (as in a merge).
+    new_ids = {
+        key: RecordID("relates_to", f"{fact['id'].id}_{token}") for key, fact in facts.items()
+    }
+    moved = []
+    for key, fact in facts.items():
+        row = {**fact, "id": new_ids[key]}
+        for end in ("in", "out"):
+            if record_key(row[end]) == record_key(survivor):
+                row[end] = merged
+        _relink(row, new_ids)
+        plan.add(queries.RECORD_DELETE, id=fact["id"])
+        moved.append(row)
+    for key, referrer in (await _referrers(store, [f["id"] for f in facts.values()])).items():
+        if key not in facts:
+            updated = dict(referrer)
+            _relink(updated, new_ids)
+            plan.add(queries.RECORD_REPLACE, id=referrer["id"], row=_content(updated))
+    if moved:
+        plan.add(queries.FACTS_BULK_INSERT, rows=moved)
+    plan.add(queries.MENTIONS_INSERT, rows=[{"in": after["episode"], "out": merged}])
+    plan.add(queries.ENTITY_UNMERGE, id=merged)
+    plan.add(queries.RECORD_DELETE, id=after["alias"])
+    plan.add(
+        queries.CANDIDATE_REJECTED_ADD,
+        a=merged,
+        b=survivor,
+        score=float(after.get("cosine") or after.get("score") or 0.0),
+        method=f"auto_merge_{after.get('rule', '')}",
+        actor=actor,
+    )
+    plan.add(
+        queries.AUDIT_CREATE,
+        actor=actor,
+        action="undo",
+        target=audit["id"],
+        before=None,
+        after={"undid": audit["id"], "facts_moved": [row["id"] for row in moved]},
+        reason=None,
+    )
+    undo_entry = _audit_of(await store.transaction(plan.sql, plan.params))
+    await store.query(queries.AUDIT_UNDONE, {"id": audit["id"], "by": undo_entry["id"]})
+    await _recount(store, {record_key(survivor), record_key(merged)})
     return undo_entry
 
 
@@ -500,19 +560,15 @@ async def decide_candidate(
     return _audit_of(await store.transaction(batch.sql, batch.params))
 
 
-# Pairs proposed for review: cosine of the name vectors in [EMBEDDING_BAND, 1), or a
-# similar spelling among each entity's nearest names.
+# Pairs proposed for review: cosine of the name vectors in [EMBEDDING_BAND, 1), or names
+# that resemble each other (kgapp/graph/ingest/names.py) among each entity's nearest;
+# never a pair whose names differ in what distinguishes two things (a number, a qualifier).
 EMBEDDING_BAND = 0.70
-NAME_SIMILARITY = 0.85
 NEIGHBOURS = 10
 
 
 async def generate_candidates(
-    store: TenantStore,
-    *,
-    band: float = EMBEDDING_BAND,
-    name_similarity: float = NAME_SIMILARITY,
-    most: int = 1000,
+    store: TenantStore, *, band: float = EMBEDDING_BAND, most: int = 1000
 ) -> int:
     """Queue pairs of current entities that may be one (never a pair seen before,
     whatever was decided about it); returns how many were queued."""
@@ -522,7 +578,6 @@ async def generate_candidates(
         usable = np.flatnonzero(index.alive.data[:size] & index.has_vector.data[:size])
         vectors = index.vectors.data[usable]
         rows = [index.rows[int(i)] for i in usable]
-    names = [canonical_name(row["name"]) for row in rows]
     known = {
         frozenset((record_key(r["a"]), record_key(r["b"])))
         for r in await store.query_one(queries.CANDIDATE_PAIRS) or []
@@ -532,20 +587,21 @@ async def generate_candidates(
         block = vectors[start : start + 512] @ vectors.T
         for offset, scores in enumerate(block):
             i = start + offset
-            nearest = np.argsort(-scores)[: NEIGHBOURS + 1]
-            for j in nearest:
-                if j <= i or not types_compatible(rows[i]["entity_type"], rows[j]["entity_type"]):
+            for j in np.argsort(-scores)[: NEIGHBOURS + 1]:
+                a, b = rows[i], rows[j]
+                if j <= i or not types_compatible(a["entity_type"], b["entity_type"]):
                     continue
-                pair = frozenset((record_key(rows[i]["id"]), record_key(rows[j]["id"])))
+                pair = frozenset((record_key(a["id"]), record_key(b["id"])))
                 if pair in known or pair in found:
                     continue
+                evidence = names.compare(a["name"], a["entity_type"], b["name"], b["entity_type"])
                 cosine = float(scores[j])
-                if cosine >= band:
-                    found[pair] = (cosine, "embedding_band", rows[i]["id"], rows[j]["id"])
+                if evidence.verdict == "blocked":
                     continue
-                spelling = SequenceMatcher(None, names[i], names[j]).ratio()
-                if spelling >= name_similarity:
-                    found[pair] = (spelling, "name_similarity", rows[i]["id"], rows[j]["id"])
+                if cosine >= band:
+                    found[pair] = (cosine, "embedding_band", a["id"], b["id"])
+                elif evidence.verdict in ("same", "similar"):
+                    found[pair] = (evidence.score, f"name_{evidence.rule}", a["id"], b["id"])
     best = sorted(found.values(), key=lambda item: -item[0])[:most]
     batch = queries.Batch()
     for score, method, a, b in best:

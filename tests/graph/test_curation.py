@@ -152,7 +152,7 @@ async def test_candidates_come_once_per_pair_and_a_rejection_sticks(raw_namespac
     queued = await curation.candidates(store)
     pairs = {frozenset((record_key(c["a"]), record_key(c["b"]))): c for c in queued}
     smiths = pairs[frozenset(("entity:kath", "entity:kate"))]
-    assert smiths["method"] in ("embedding_band", "name_similarity")
+    assert smiths["method"] == "embedding_band" or smiths["method"].startswith("name_")
     assert smiths["a_entity"]["name"] in ("Katherine Smith", "Kate Smith")
     kate_side = "a" if record_key(smiths["a"]) == "entity:kate" else "b"
     assert smiths[f"{kate_side}_aliases"] == ["kat smith"]

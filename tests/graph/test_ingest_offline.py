@@ -11,6 +11,7 @@ import pytest
 from kgapp.graph import jobs, schema
 from kgapp.graph.embeddings import local_embedder
 from kgapp.graph.ingest.model import EpisodeInput
+from kgapp.graph.ingest.offline import OfflineExtractor
 from kgapp.graph.ingest.pipeline import ingest_job
 from kgapp.graph.records import to_json
 
@@ -84,3 +85,33 @@ async def test_ingesting_twice_changes_nothing(graph) -> None:
     assert before == after
     assert first.counts["episodes"] == 2
     assert second.counts.get("episodes", 0) == 0 and second.counts["episodes_skipped"] == 2
+
+
+async def test_a_conversation_becomes_facts_about_its_speakers(graph) -> None:
+    chat = EpisodeInput(
+        content="Ria: I adopted a rescue dog last week.\nTom: You volunteer at the animal shelter.",
+        source="message", reference_time=MAR)
+    await run(graph, [chat])
+    current = await facts(graph)
+    assert sorted((f["source"], f["relation"], f["target"], f["valid_at"]) for f in current) == [
+        ("Ria", "ADOPT", "rescue dog", "2024-03-03T00:00:00Z"),
+        ("Ria", "VOLUNTEER_AT", "animal shelter", "2024-03-10T00:00:00Z"),
+    ]
+    people = await graph.query_one("SELECT VALUE name FROM entity WHERE entity_type = 'Person' ORDER BY name")
+    assert people == ["Ria", "Tom"]
+
+
+async def test_without_its_pipeline_episodes_are_stored_unextracted_with_one_note(graph) -> None:
+    job = await jobs.job_create(graph, kind="ingest_episode")
+    report = await ingest_job(graph, job["id"], [ACME, BETA], embedder=local_embedder(), llm=None,
+                              extractor=OfflineExtractor("no_such_model"))
+    assert report.status == "completed" and report.counts["episodes_not_extracted"] == 2
+    assert len(report.episodes) == 2
+    (note,) = report.notes
+    assert "no_such_model" in note and "KG_SPACY_MODEL" in note
+    assert await graph.query_one("SELECT VALUE name FROM entity") == []
+
+
+async def test_the_job_says_which_extractor_ran(graph) -> None:
+    report = await run(graph, [ACME])
+    assert report.extractor.startswith("offline NLP (spaCy en_core_web_sm")

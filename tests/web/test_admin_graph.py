@@ -115,6 +115,22 @@ def test_review_queue_merge_and_undo(curated, token_client, member) -> None:
     assert b"undo" in actions and carol.username.encode() in actions
 
 
+def test_automatic_merges_are_listed_and_undone(curated) -> None:
+    a, _, api_a, carol, _ = curated
+    add_fact(api_a, a.slug, "Dana", "Beta Inc.", "2024-03-01T00:00:00Z")  # same name as Beta Inc
+    graph = tenant_graph(a)
+    client = browser_of(carol)
+    log = client.get(f"/admin/graph/{a.slug}/audit/?action=auto_merge")
+    assert log.status_code == 200 and b"same_name" in log.content and b"resolution" in log.content
+    assert b"Acme" not in log.content  # the filter keeps other entries out
+    entry = re.search(rb'/audit/(audit:[^/]+)/undo/', log.content).group(1).decode()
+    assert client.post(f"/admin/graph/{a.slug}/audit/{entry}/undo/").status_code == 302
+    rows = graph.query(
+        "SELECT VALUE out.name FROM relates_to WHERE in.name = 'Dana' AND expired_at = NONE")[0]
+    assert rows == ["Beta Inc."]
+    assert b"undone" in client.get(f"/admin/graph/{a.slug}/audit/?action=auto_merge").content
+
+
 def _rid(text: bytes):
     from kgapp.graph.records import parse_record_id
 

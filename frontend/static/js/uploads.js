@@ -51,7 +51,9 @@ function render(job) {
   progress.append(bar, label);
   const details = document.createElement('span');
   const failures = (job.failures ?? []).map((f) => f.error ?? JSON.stringify(f));
-  details.textContent = [job.error, ...failures].filter(Boolean).join(' · ');
+  const extractor = job.result?.extractor ? `extracted by ${job.result.extractor}` : '';
+  details.textContent = [extractor, job.error, ...failures, ...(job.notes ?? [])]
+    .filter(Boolean).join(' · ');
   if ((job.status === 'failed' || job.status === 'paused') && root.querySelector('#drop')) {
     const retry = document.createElement('button');
     retry.type = 'button';

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime
 
 from kgapp.graph.ingest.documents import parse_message_lines
 from kgapp.graph.ingest.model import EntityDraft, EpisodeWork, FactDraft, IngestContext
 from kgapp.graph.ingest.normalize import canonical_name, display_name, visible_text
-from kgapp.graph.ingest.offline import extract_offline
+from kgapp.graph.ingest.offline import DEFAULT_MODEL, ExtractorUnavailable, OfflineExtractor
 from kgapp.graph.ingest.screen import screen_text
 from kgapp.graph.llm.prompts import extract as prompt
 from kgapp.graph.llm.prompts.extract import Extraction
@@ -30,14 +31,13 @@ async def extract(ctx: IngestContext, work: EpisodeWork) -> None:
         reasons = ", ".join(screening.reasons)
         ctx.notes.append(f"{record_key(work.record)} stored but not extracted: {reasons}")
         return
-    with ctx.timings.measure("extract"):
-        if ctx.llm is None:
-            extraction = extract_offline(
-                visible_text(episode.content),
-                reference_time=episode.reference_time,
-                speakers=speakers,
-            )
-        else:
+    if ctx.llm is None:
+        offline = await _extract_offline(ctx, work, speakers)
+        if offline is None:
+            return
+        extraction = offline
+    else:
+        with ctx.timings.measure("extract"):
             extraction = await ctx.llm.structured(
                 task=prompt.TASK,
                 schema=Extraction,
@@ -56,6 +56,31 @@ async def extract(ctx: IngestContext, work: EpisodeWork) -> None:
     drafts_from(ctx, work, extraction)
     ctx.counts["entities_extracted"] += len(work.entities)
     ctx.counts["facts_extracted"] += len(work.facts)
+
+
+async def _extract_offline(
+    ctx: IngestContext, work: EpisodeWork, speakers: tuple[str, ...]
+) -> Extraction | None:
+    """The offline extractor's answer; None when it cannot run: the episode is then
+    stored unextracted, and the reason noted once per job."""
+    extractor = ctx.extractor or OfflineExtractor(DEFAULT_MODEL)
+    if extractor.available:
+        with ctx.timings.measure("extract"):
+            try:
+                # Parsing is CPU work: off the event loop that serves every tenant's queries.
+                return await asyncio.to_thread(
+                    extractor.extract,
+                    visible_text(work.input.content),
+                    reference_time=work.input.reference_time,
+                    speakers=speakers,
+                )
+            except ExtractorUnavailable:
+                pass  # it failed to load: `problem` now says why
+    ctx.counts["episodes_not_extracted"] += 1
+    note = f"stored but not extracted: {extractor.problem}"
+    if note not in ctx.notes:
+        ctx.notes.append(note)
+    return None
 
 
 def drafts_from(ctx: IngestContext, work: EpisodeWork, extraction: Extraction) -> None:
@@ -81,9 +106,14 @@ def drafts_from(ctx: IngestContext, work: EpisodeWork, extraction: Extraction) -
         target = _endpoint(ctx, by_name, found.target)
         if source is None or target is None or source is target:
             continue
-        valid_at = parse_when(found.valid_at) or reference
+        valid_at = parse_when(found.valid_at)
         invalid_at = parse_when(found.invalid_at)
-        if invalid_at is not None and invalid_at <= valid_at:
+        if valid_at is None:
+            # Only the end is stated ("left Acme last month"): the fact held until then,
+            # from an unknown start; never make it start at the reference time, after
+            # its own end.
+            valid_at = min(reference, invalid_at) if invalid_at else reference
+        elif invalid_at is not None and invalid_at <= valid_at:
             invalid_at = None
         work.facts.append(
             FactDraft(

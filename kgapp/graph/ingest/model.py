@@ -14,6 +14,7 @@ from typing import Any, Literal
 from surrealdb.data.types.record_id import RecordID
 
 from kgapp.graph.embeddings import Embedder
+from kgapp.graph.ingest.offline import OfflineExtractor
 from kgapp.graph.ingest.ontology import Ontology
 from kgapp.graph.llm.client import LLMClient
 from kgapp.graph.store import TenantStore
@@ -54,8 +55,22 @@ class EntityDraft:
     is_new: bool = True
     # Set when resolution matched another spelling: the alias to record for next time.
     alias: str | None = None
-    # Existing entities the embedding placed in the ambiguous band, best first.
+    # Existing entities that may be this one (embedding band or similar names), best
+    # first, each with its `score` and the `method` that proposed it.
     candidates: list[dict[str, Any]] = field(default_factory=list)
+    # Set when this name was merged into an existing entity automatically: recorded
+    # (and undoable) as an `auto_merge` audit entry.
+    merge: AutoMerge | None = None
+
+
+@dataclass(frozen=True)
+class AutoMerge:
+    """Why an extracted name was merged into an existing entity without a person."""
+
+    rule: str  # same_name | typo | llm
+    score: float  # agreement of the names, 0..1
+    cosine: float | None  # of the name embeddings, when they were compared
+    survivor_name: str
 
 
 @dataclass
@@ -100,6 +115,8 @@ class IngestContext:
     embedder: Embedder
     llm: LLMClient | None
     now: datetime
+    # Extraction without an LLM; None: the default spaCy pipeline (offline.DEFAULT_MODEL).
+    extractor: OfflineExtractor | None = None
     counts: Counter[str] = field(default_factory=Counter)
     timings: Timings = field(default_factory=Timings)
     notes: list[str] = field(default_factory=list)

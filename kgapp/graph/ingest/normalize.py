@@ -17,6 +17,9 @@ MAX_NAME_BYTES = 512
 _INVISIBLE = re.compile(
     "[\u0000-\u001f\u007f-\u009f\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]"
 )
+# Trade mark, registered and copyright signs are not part of a name (NFKC would spell
+# the trade mark sign "TM").
+_MARKS = re.compile("[\u2122\u00ae\u00a9\u2120]")
 _SPACES = re.compile(r"\s+")
 _RELATION_CHARS = re.compile(r"[^A-Z0-9]+")
 
@@ -28,8 +31,9 @@ def visible_text(text: str) -> str:
 
 
 def clean_text(text: str) -> str:
-    """NFKC, invisible characters removed, whitespace collapsed, trimmed."""
-    text = unicodedata.normalize("NFKC", text)
+    """NFKC, invisible characters and trade mark signs removed, whitespace collapsed,
+    trimmed."""
+    text = unicodedata.normalize("NFKC", _MARKS.sub("", text))
     text = _INVISIBLE.sub("", text)
     return _SPACES.sub(" ", text).strip()
 

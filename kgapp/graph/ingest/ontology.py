@@ -79,31 +79,68 @@ DEFAULT_ONTOLOGY = Ontology(
             "WORKS_AT",
             "Person is employed by or works for an organization.",
             True,
-            ("EMPLOYED_BY", "WORKS_FOR", "JOINED", "EMPLOYEE_OF"),
+            ("EMPLOYED_BY", "WORKS_FOR", "JOINED", "EMPLOYEE_OF", "WORK_AT", "WORK_FOR", "JOIN"),
         ),
         RelationType(
             "LIVES_IN",
             "Person resides in a place.",
             True,
-            ("RESIDES_IN", "MOVED_TO", "BASED_IN", "LIVES_AT"),
+            ("RESIDES_IN", "MOVED_TO", "BASED_IN", "LIVES_AT", "LIVE_IN", "MOVE_TO", "RELOCATE_TO"),
         ),
         RelationType("CEO_OF", "Person is the chief executive of an organization.", True),
-        RelationType("MARRIED_TO", "Person is married to another person.", True, ("SPOUSE_OF",)),
-        RelationType("HEADQUARTERED_IN", "Organization's headquarters are in a place.", True),
-        RelationType("MEMBER_OF", "Entity belongs to a group or organization."),
-        RelationType("KNOWS", "Person knows another person.", False, ("FRIEND_OF", "FRIENDS_WITH")),
-        RelationType("FAMILY_OF", "Person is a relative of another person."),
-        RelationType("FOUNDED", "Entity founded an organization or project."),
-        RelationType("OWNS", "Entity owns something."),
-        RelationType("LIKES", "Person likes or enjoys something.", False, ("ENJOYS", "LOVES")),
         RelationType(
-            "PARTICIPATED_IN", "Entity took part in an event or project.", False, ("ATTENDED",)
+            "MARRIED_TO",
+            "Person is married to another person.",
+            True,
+            ("SPOUSE_OF", "MARRY", "HUSBAND_OF", "WIFE_OF"),
+        ),
+        RelationType("HEADQUARTERED_IN", "Organization's headquarters are in a place.", True),
+        RelationType(
+            "MEMBER_OF", "Entity belongs to a group or organization.", False, ("BELONG_TO",)
+        ),
+        RelationType(
+            "KNOWS",
+            "Person knows another person.",
+            False,
+            ("FRIEND_OF", "FRIENDS_WITH", "KNOW", "MEET", "BEST_FRIEND_OF"),
+        ),
+        RelationType(
+            "FAMILY_OF",
+            "Person is a relative of another person.",
+            False,
+            tuple(
+                f"{kin}_OF"
+                for kin in (
+                    *("MOTHER", "MOM", "MUM", "FATHER", "DAD", "PARENT", "PARENTS"),
+                    *("SISTER", "BROTHER", "SIBLING", "SON", "DAUGHTER", "CHILD", "KID"),
+                    *("GRANDMOTHER", "GRANDMA", "GRANDFATHER", "GRANDPA", "AUNT", "UNCLE"),
+                    "COUSIN",
+                )
+            ),
+        ),
+        RelationType(
+            "FOUNDED", "Entity founded an organization or project.", False, ("FOUND", "CO_FOUND")
+        ),
+        RelationType("OWNS", "Entity owns something.", False, ("OWN",)),
+        RelationType(
+            "LIKES",
+            "Person likes or enjoys something.",
+            False,
+            ("ENJOYS", "LOVES", "LIKE", "LOVE", "ENJOY"),
+        ),
+        RelationType(
+            "PARTICIPATED_IN",
+            "Entity took part in an event or project.",
+            False,
+            ("ATTENDED", "ATTEND", "PARTICIPATE_IN", "TAKE_PART_IN"),
         ),
         RelationType("LOCATED_IN", "Place or organization lies within a place."),
         RelationType("PART_OF", "Entity is a part of a larger entity."),
-        RelationType("CREATED", "Entity created a work or product."),
-        RelationType("USES", "Entity uses a product or tool."),
-        RelationType("STUDIES_AT", "Person studies at an institution.", True),
+        RelationType("CREATED", "Entity created a work or product.", False, ("CREATE",)),
+        RelationType("USES", "Entity uses a product or tool.", False, ("USE",)),
+        RelationType(
+            "STUDIES_AT", "Person studies at an institution.", True, ("STUDY_AT", "STUDENT_AT")
+        ),
         RelationType(GENERIC_RELATION, "Any other relation."),
     ),
 )

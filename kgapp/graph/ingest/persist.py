@@ -12,11 +12,15 @@ from surrealdb.data.types.record_id import RecordID
 
 from kgapp.graph import queries
 from kgapp.graph.ingest.model import EntityDraft, EpisodeWork, FactDraft, IngestContext
+from kgapp.graph.ingest.names import match_key
 from kgapp.graph.ingest.normalize import entity_key
 from kgapp.graph.ingest.prepare import saga_record
+from kgapp.graph.ingest.resolve_entities import new_record
 from kgapp.graph.ingest.resolve_facts import fact_record
 
 SUMMARY_LIMIT = 1000
+# The audit actor of merges that resolution made without a person.
+AUTO_MERGE_ACTOR = "resolution"
 _FACT_FIELDS = (
     "relation",
     "edge_type",
@@ -61,6 +65,7 @@ async def persist(ctx: IngestContext, work: EpisodeWork, summaries: dict[str, st
                 degree[str(end)] = degree.get(str(end), 0) + 1
     for key, delta in degree.items():
         batch.add(queries.ENTITY_DEGREE, id=touched[key], delta=delta)
+    _auto_merges(batch, work)
     with ctx.timings.measure("persist"):
         await ctx.store.transaction(batch.sql, batch.params)
     ctx.counts["episodes"] += 1
@@ -89,6 +94,29 @@ def _entities(
     seen_at = work.input.reference_time
     for draft in work.entities:
         assert draft.record is not None
+        if draft.alias:
+            batch.add(
+                queries.ALIAS_WRITE,
+                id=alias_record(draft),
+                name=draft.alias,
+                type=draft.entity_type,
+                entity=draft.record,
+            )
+        if draft.merge is not None:  # the name keeps a record of its own, merged
+            row = _entity_row(draft, draft.summary, seen_at)
+            batch.add(
+                queries.ENTITY_CREATE,
+                id=new_record(draft),
+                row={**row, "merged_into": draft.record},
+            )
+        for candidate in draft.candidates:  # no model decided: a person will
+            batch.add(
+                queries.CANDIDATE_ADD,
+                a=draft.record,
+                b=candidate["id"],
+                score=float(candidate["score"]),
+                method=candidate.get("method", "embedding_band"),
+            )
         key = str(draft.record)
         if key in touched:
             continue
@@ -104,22 +132,50 @@ def _entities(
             if summary != old:  # every change re-indexes the summary's full-text index
                 batch.add(queries.ENTITY_SUMMARY_SET, id=draft.record, summary=summary)
         batch.add(queries.MENTION, episode=work.record, entity=draft.record)
-        if draft.alias:
-            batch.add(
-                queries.ALIAS_WRITE,
-                id=RecordID("alias", entity_key(draft.entity_type, draft.alias)),
-                name=draft.alias,
-                type=draft.entity_type,
-                entity=draft.record,
-            )
-        for candidate in draft.candidates:  # no model decided: a person will
-            batch.add(
-                queries.DEDUP_CANDIDATE,
-                a=draft.record,
-                b=candidate["id"],
-                score=float(candidate["score"]),
-            )
     return touched
+
+
+def alias_record(draft: EntityDraft) -> RecordID:
+    assert draft.alias is not None
+    return RecordID("alias", entity_key(draft.entity_type, draft.alias))
+
+
+def _auto_merges(batch: queries.Batch, work: EpisodeWork) -> None:
+    """One audit entry per name merged without a person: the rule and its scores, and
+    the facts this episode attached through that name (what an undo moves back)."""
+    for draft in work.entities:
+        merge = draft.merge
+        if merge is None:
+            continue
+        facts = [
+            f.record
+            for f in work.facts
+            if f.record is not None
+            and f.duplicate_of is None
+            and (f.source is draft or f.target is draft)
+        ]
+        cosine = "" if merge.cosine is None else f", embedding {merge.cosine:.2f}"
+        batch.add(
+            queries.AUDIT_CREATE,
+            actor=AUTO_MERGE_ACTOR,
+            action="auto_merge",
+            target=draft.record,
+            before=None,
+            after={
+                "survivor": draft.record,
+                "merged": new_record(draft),
+                "name": draft.name,
+                "survivor_name": merge.survivor_name,
+                "rule": merge.rule,
+                "score": merge.score,
+                "cosine": merge.cosine,
+                "episode": work.record,
+                "facts": facts,
+                "alias": alias_record(draft),
+            },
+            reason=f"{merge.rule}: {draft.name!r} = {merge.survivor_name!r} "
+            f"(names {merge.score:.2f}{cosine})",
+        )
 
 
 def _entity_row(draft: EntityDraft, summary: str, seen_at: Any) -> dict[str, Any]:
@@ -128,6 +184,7 @@ def _entity_row(draft: EntityDraft, summary: str, seen_at: Any) -> dict[str, Any
         "canonical_name": draft.canonical,
         "entity_type": draft.entity_type,
         "summary": summary,
+        "match_key": match_key(draft.name, draft.entity_type) or None,
         "name_embedding": draft.embedding,
         "first_seen_at": seen_at,
         "last_seen_at": seen_at,

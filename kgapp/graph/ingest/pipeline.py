@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
+import statistics
+import time
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -19,6 +22,7 @@ from kgapp.graph.errors import GraphUnavailable, QueryFailed, UniqueViolation
 from kgapp.graph.ingest.decide import decide
 from kgapp.graph.ingest.extract import drafts_from, extract
 from kgapp.graph.ingest.model import EpisodeInput, EpisodeWork, IngestContext
+from kgapp.graph.ingest.offline import OfflineExtractor
 from kgapp.graph.ingest.ontology import ontology_load
 from kgapp.graph.ingest.persist import persist
 from kgapp.graph.ingest.prepare import prepare
@@ -42,6 +46,7 @@ class IngestReport:
     episodes: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     error: str | None = None
+    extractor: str = ""  # what extracted: the model's name, or the offline pipeline
 
 
 async def ingest_episode(ctx: IngestContext, episode: EpisodeInput) -> RecordID | None:
@@ -93,15 +98,21 @@ async def resolve_and_persist(ctx: IngestContext, work: EpisodeWork) -> None:
 
 
 async def ingest_context(
-    store: TenantStore, *, embedder: Embedder, llm: LLMClient | None
+    store: TenantStore,
+    *,
+    embedder: Embedder,
+    llm: LLMClient | None,
+    extractor: OfflineExtractor | None = None,
 ) -> IngestContext:
-    """What the stages of a job share: the store, the tenant's ontology, the models."""
+    """What the stages of a job share: the store, the tenant's ontology, the models
+    (`extractor` extracts when there is no LLM; None: the default spaCy pipeline)."""
     return IngestContext(
         store=store,
         ontology=await ontology_load(store),
         embedder=embedder,
         llm=llm,
         now=datetime.now(UTC),
+        extractor=extractor,
     )
 
 
@@ -112,6 +123,7 @@ async def ingest_job(
     *,
     embedder: Embedder,
     llm: LLMClient | None,
+    extractor: OfflineExtractor | None = None,
     offset: int = 0,
 ) -> IngestReport:
     """Ingest `episodes` as job `job`, writing progress after each one.
@@ -120,12 +132,19 @@ async def ingest_job(
     the others go on. Exhausted LLM quota pauses the job. The store being unreachable
     propagates, so the task can retry (episodes already written are skipped then).
     """
-    ctx = await ingest_context(store, embedder=embedder, llm=llm)
-    report = IngestReport()
+    ctx = await ingest_context(store, embedder=embedder, llm=llm, extractor=extractor)
+    report = IngestReport(
+        extractor=f"model {llm.config.model}"
+        if llm is not None
+        else (ctx.extractor or OfflineExtractor()).label
+    )
     total = offset + len(episodes)
+    episode_ms: list[float] = []
     for index, episode in enumerate(episodes, start=offset):
         try:
+            started = time.perf_counter()
             record = await ingest_episode(ctx, episode)
+            episode_ms.append((time.perf_counter() - started) * 1000)
             if record is not None:
                 report.episodes.append(record_key(record))
         except LLMQuotaExceeded as error:
@@ -142,12 +161,25 @@ async def ingest_job(
         await _progress(ctx, job, index + 1, total, llm)
     await index_facts(ctx)
     report.counts = _counts(ctx, llm)
-    report.timings = dict(ctx.timings.totals)
+    report.timings = dict(ctx.timings.totals) | _episode_timings(episode_ms)
     report.notes = ctx.notes[:200]
     if report.failures and len(report.failures) == len(episodes):
         report.status = "failed"
         report.error = report.failures[0]["reason"]
     return report
+
+
+def _episode_timings(episode_ms: list[float]) -> dict[str, float]:
+    """Median and p90 (nearest rank) of the episodes that ran to their end, in ms;
+    with a model, LLM time is included."""
+    if not episode_ms:
+        return {}
+    ordered = sorted(episode_ms)
+    p90 = ordered[math.ceil(0.9 * len(ordered)) - 1]
+    return {
+        "episode_median_ms": round(statistics.median(ordered), 3),
+        "episode_p90_ms": round(p90, 3),
+    }
 
 
 async def index_facts(ctx: IngestContext, batch_size: int = 64) -> None:

@@ -1,8 +1,16 @@
 """Stage: map each extracted entity onto an existing entity or a new record.
 
-In order: exact canonical name (types compatible), alias table, then embedding
-similarity of the name: >= MERGE_AT merges, [ASK_FROM, MERGE_AT) is ambiguous and is
-decided by the batched LLM call (or queued for review without a model), below is new.
+Embeddings propose, names decide (kgapp/graph/ingest/names.py):
+1. the same canonical name, or a name in the alias table (types compatible): the same
+   entity, as decided before;
+2. the same match key (legal form, honorific, punctuation, diacritics aside) as exactly
+   one entity: merged automatically, rule `same_name`;
+3. the nearest names by embedding and the names spelled most alike, each judged by its
+   name: one edit in one long word is merged, rule `typo`; a pair whose
+   names differ in a distinguishing token (a number, a qualifier...) is never proposed;
+   a pair in the embedding band [ASK_FROM, 1) or with similar names goes to the batched
+   LLM call, or without a model to the review queue. Nothing else merges.
+Every automatic merge is recorded as an `auto_merge` audit entry and can be undone.
 A new entity's record key derives from (type, canonical name), so two workers that
 create the same entity at once write the same record and the loser retries.
 """
@@ -15,14 +23,17 @@ from typing import Any
 from surrealdb.data.types.record_id import RecordID
 
 from kgapp.graph import queries
-from kgapp.graph.ingest.model import EntityDraft, EpisodeWork, IngestContext
+from kgapp.graph.ingest import names
+from kgapp.graph.ingest.model import AutoMerge, EntityDraft, EpisodeWork, IngestContext
 from kgapp.graph.ingest.normalize import entity_key
 from kgapp.graph.ingest.ontology import GENERIC_ENTITY_TYPE
 from kgapp.graph.ingest.vectors import entity_vectors
 
 MERGE_AT = 0.85
 ASK_FROM = 0.70
-NEIGHBOURS = 3
+NEIGHBOURS = 10
+SPELLED_LIKE = 5
+MOST_CANDIDATES = 3
 
 
 def types_compatible(a: str, b: str) -> bool:
@@ -37,15 +48,23 @@ async def resolve_entities(ctx: IngestContext, work: EpisodeWork) -> None:
     if not work.entities:
         return
     with ctx.timings.measure("resolve_entities"):
-        by_name, aliases = await _known_names(ctx, [d.canonical for d in work.entities])
+        keys = [names.match_key(d.name, d.entity_type) for d in work.entities]
+        by_name, aliases, by_key = await _known_names(
+            ctx, [d.canonical for d in work.entities], [k for k in keys if k]
+        )
         unresolved = []
-        for draft in work.entities:
+        for draft, key in zip(work.entities, keys, strict=True):
+            draft.record, draft.is_new, draft.merge, draft.candidates = None, True, None, []
             match = _exact(draft, by_name.get(draft.canonical, [])) or _alias(draft, aliases)
             if match is not None:
                 draft.record, draft.is_new = match, False
                 ctx.counts["entities_matched"] += 1
-            else:
-                unresolved.append(draft)
+                continue
+            same = _compatible(draft, by_key.get(key, [])) if key else []
+            if len(same) == 1:  # two entities with this key: a person decides
+                _merge_into(ctx, draft, same[0], names.Evidence("same", "same_name", 1.0), None)
+                continue
+            unresolved.append(draft)
         if unresolved:
             # Only names not matched exactly need a vector: known entities have theirs.
             with ctx.timings.measure("embed"):
@@ -56,14 +75,19 @@ async def resolve_entities(ctx: IngestContext, work: EpisodeWork) -> None:
 
 
 async def _known_names(
-    ctx: IngestContext, names: list[str]
-) -> tuple[dict[str, list[dict[str, Any]]], dict[str, list[dict[str, Any]]]]:
-    """Entities and aliases with these canonical names, in one round trip."""
+    ctx: IngestContext, canonicals: list[str], keys: list[str]
+) -> tuple[dict[str, list[dict[str, Any]]], ...]:
+    """Entities by canonical name, aliases, and entities by match key: one round trip."""
     batch = queries.Batch()
-    batch.add(queries.ENTITIES_BY_CANONICAL, names=names)
-    batch.add(queries.ALIASES_BY_NAME, names=names)
-    entities, aliases = await ctx.store.query(batch.sql, batch.params)
-    return _group(entities or [], "canonical_name"), _group(aliases or [], "name")
+    batch.add(queries.ENTITIES_BY_CANONICAL, names=canonicals)
+    batch.add(queries.ALIASES_BY_NAME, names=canonicals)
+    batch.add(queries.ENTITIES_BY_MATCH_KEY, keys=keys)
+    entities, aliases, keyed = await ctx.store.query(batch.sql, batch.params)
+    return (
+        _group(entities or [], "canonical_name"),
+        _group(aliases or [], "name"),
+        _group(keyed or [], "match_key"),
+    )
 
 
 def _group(rows: list[dict[str, Any]], key: str) -> dict[str, list[dict[str, Any]]]:
@@ -92,6 +116,35 @@ def _alias(draft: EntityDraft, aliases: dict[str, list[dict[str, Any]]]) -> Reco
     return None
 
 
+def _compatible(draft: EntityDraft, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Distinct current entities among `rows` whose type fits the draft's."""
+    found = {
+        str(row["id"]): row
+        for row in rows
+        if row.get("merged_into") is None
+        and types_compatible(row["entity_type"], draft.entity_type)
+    }
+    return list(found.values())
+
+
+def _merge_into(
+    ctx: IngestContext,
+    draft: EntityDraft,
+    entity: dict[str, Any],
+    evidence: names.Evidence,
+    cosine: float | None,
+) -> None:
+    draft.merge = AutoMerge(
+        rule=evidence.rule,
+        score=round(evidence.score, 4),
+        cosine=None if cosine is None else round(cosine, 4),
+        survivor_name=entity["name"],
+    )
+    draft.record, draft.is_new, draft.alias = entity["id"], False, draft.canonical
+    draft.candidates = []
+    ctx.counts["entities_merged"] += 1
+
+
 async def _by_embedding(ctx: IngestContext, drafts: list[EntityDraft]) -> None:
     if not drafts:
         return
@@ -100,30 +153,57 @@ async def _by_embedding(ctx: IngestContext, drafts: list[EntityDraft]) -> None:
         await vectors.refresh(ctx.store)
         for draft in drafts:
             assert draft.embedding is not None
-            draft.record = new_record(draft)
-            candidates = [
+            own = new_record(draft)
+            neighbours = [
                 row
-                for row in vectors.nearest(draft.embedding, NEIGHBOURS)
-                if row["score"] >= ASK_FROM
-                and row["id"] != draft.record
-                and types_compatible(row["entity_type"], draft.entity_type)
+                for row in vectors.nearest(
+                    draft.embedding,
+                    NEIGHBOURS,
+                    spelled=names.match_key(draft.name, draft.entity_type),
+                    spelled_limit=SPELLED_LIKE,
+                )
+                if row["id"] != own and types_compatible(row["entity_type"], draft.entity_type)
             ]
-            await _follow_merges(ctx, candidates)
-            best = candidates[0] if candidates else None
-            if best is not None and best["score"] >= MERGE_AT:
-                draft.record, draft.is_new, draft.alias = best["id"], False, draft.canonical
-                ctx.counts["entities_merged"] += 1
-            elif candidates:
-                draft.candidates = candidates
-                ctx.counts["entities_ambiguous"] += 1
-            else:
-                ctx.counts["entities_new"] += 1
+            await _follow_merges(ctx, neighbours)
+            _judge(ctx, draft, [row for row in neighbours if row["id"] != own])
+            if draft.record is None:
+                draft.record = own
+                if draft.candidates:
+                    ctx.counts["entities_ambiguous"] += 1
+                else:
+                    ctx.counts["entities_new"] += 1
+
+
+def _judge(ctx: IngestContext, draft: EntityDraft, neighbours: list[dict[str, Any]]) -> None:
+    """Merge on name evidence, or keep the neighbours worth asking about."""
+    proposed: dict[str, dict[str, Any]] = {}
+    for row in neighbours:
+        cosine = float(row["score"])
+        evidence = names.compare(draft.name, draft.entity_type, row["name"], row["entity_type"])
+        if evidence.verdict == "same":
+            _merge_into(ctx, draft, row, evidence, cosine)
+            return
+        if evidence.verdict == "blocked":
+            ctx.counts["entities_merge_blocked"] += int(cosine >= ASK_FROM)
+            continue
+        if cosine >= ASK_FROM or evidence.verdict in ("same", "similar"):
+            method = "embedding_band" if cosine >= ASK_FROM else f"name_{evidence.rule}"
+            proposed.setdefault(
+                str(row["id"]), {**row, "score": round(cosine, 4), "method": method}
+            )
+    draft.candidates = list(proposed.values())[:MOST_CANDIDATES]
 
 
 async def _follow_merges(ctx: IngestContext, candidates: list[dict[str, Any]]) -> None:
     """A cached candidate may have been merged since: point it at the survivor."""
+    if not candidates:
+        return
+    batch = queries.Batch()
     for candidate in candidates:
-        survivor = await ctx.store.query_one(queries.ENTITY_MERGED_INTO, {"id": candidate["id"]})
+        batch.add(queries.ENTITY_MERGED_INTO, id=candidate["id"])
+    for candidate, survivor in zip(
+        candidates, await ctx.store.query(batch.sql, batch.params), strict=True
+    ):
         if survivor:
             candidate["id"] = survivor
 
@@ -135,6 +215,5 @@ def apply_entity_decision(
     if chosen is None:
         ctx.counts["entities_new"] += 1
         return
-    draft.record, draft.is_new, draft.alias = chosen["id"], False, draft.canonical
-    draft.candidates = []
-    ctx.counts["entities_merged"] += 1
+    evidence = names.compare(draft.name, draft.entity_type, chosen["name"], chosen["entity_type"])
+    _merge_into(ctx, draft, chosen, names.Evidence("same", "llm", evidence.score), chosen["score"])

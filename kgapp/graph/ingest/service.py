@@ -18,6 +18,7 @@ from kgapp.graph.ingest.documents import Message, ParsedDocument, format_message
 from kgapp.graph.ingest.extract import drafts_from, parse_when
 from kgapp.graph.ingest.model import EpisodeInput, EpisodeWork
 from kgapp.graph.ingest.normalize import content_hash
+from kgapp.graph.ingest.offline import OfflineExtractor
 from kgapp.graph.ingest.pipeline import (
     IngestReport,
     ingest_context,
@@ -109,10 +110,16 @@ def _message_row(message: Message) -> dict[str, Any]:
 
 
 async def ingest_run(
-    store: TenantStore, job: RecordID, *, embedder: Embedder, llm: LLMClient | None
+    store: TenantStore,
+    job: RecordID,
+    *,
+    embedder: Embedder,
+    llm: LLMClient | None,
+    extractor: OfflineExtractor | None = None,
 ) -> dict[str, Any]:
     """Run an ingest job to its end. Idempotent: a finished job is left as it is, and a
-    retried one skips the episodes it already wrote."""
+    retried one skips the episodes it already wrote. Without `llm`, `extractor` extracts
+    (None: the default spaCy pipeline)."""
     if await jobs.job_start(store, job) is None:
         return await jobs.job_get(store, job)
     row = await jobs.job_get(store, job)
@@ -123,7 +130,9 @@ async def ingest_run(
             await _document_status(store, document, "extracting", chunks=len(episodes))
         else:
             episodes = [_episode_from_params(p) for p in row["params"]["episodes"]]
-        report = await ingest_job(store, job, episodes, embedder=embedder, llm=llm)
+        report = await ingest_job(
+            store, job, episodes, embedder=embedder, llm=llm, extractor=extractor
+        )
     except GraphError:
         raise
     except Exception as error:
@@ -147,7 +156,7 @@ async def _report(store: TenantStore, job: RecordID, report: IngestReport) -> No
             "failures": report.failures,
             "notes": report.notes,
             "error": report.error,
-            "result": {"episodes": report.episodes[:1000]},
+            "result": {"episodes": report.episodes[:1000], "extractor": report.extractor},
         },
     )
 

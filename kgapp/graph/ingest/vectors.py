@@ -15,8 +15,10 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import numpy as np
+from rapidfuzz import fuzz, process
 
 from kgapp.graph import queries
+from kgapp.graph.ingest.names import match_key
 from kgapp.graph.store import TenantStore
 
 # Writers commit out of created_at order (an episode's transaction takes milliseconds);
@@ -29,6 +31,7 @@ class EntityVectors:
     def __init__(self) -> None:
         self._rows: dict[str, dict[str, Any]] = {}
         self._order: list[str] = []
+        self._keys: list[str] = []  # match keys (names.match_key), aligned with _order
         self._matrix = np.zeros((0, 0), dtype=np.float32)
         self._since: datetime | None = None
         self._skipped: set[str] = set()  # merged, or without a vector: never fetched again
@@ -52,6 +55,7 @@ class EntityVectors:
             vectors = np.asarray([row.pop("name_embedding") for row in added], dtype=np.float32)
             self._matrix = vectors if not len(self._matrix) else np.vstack([self._matrix, vectors])
             self._order.extend(str(row["id"]) for row in added)
+            self._keys.extend(match_key(row["name"], row["entity_type"]) for row in added)
 
     async def _new_rows(self, store: TenantStore) -> list[dict[str, Any]]:
         assert self._since is not None
@@ -65,12 +69,21 @@ class EntityVectors:
             return []
         return [row for row in await store.query(batch.sql, batch.params) if row]
 
-    def nearest(self, vector: list[float], limit: int) -> list[dict[str, Any]]:
-        """The closest entities by cosine (vectors are unit-normalised), best first."""
+    def nearest(
+        self, vector: list[float], limit: int, *, spelled: str = "", spelled_limit: int = 0
+    ) -> list[dict[str, Any]]:
+        """The closest entities by cosine (vectors are unit-normalised), best first; then
+        up to `spelled_limit` more whose match key is spelled like `spelled` (a typo
+        moves a name's vector far, not its spelling). `score` is the cosine."""
         if not len(self._matrix):
             return []
         scores = self._matrix @ np.asarray(vector, dtype=np.float32)
-        best = np.argsort(-scores)[:limit]
+        best = [int(i) for i in np.argsort(-scores)[:limit]]
+        if spelled and spelled_limit:
+            found = process.extract(
+                spelled, self._keys, scorer=fuzz.ratio, limit=spelled_limit, score_cutoff=80
+            )
+            best.extend(i for _, _, i in found if i not in best)
         return [{**self._rows[self._order[i]], "score": float(scores[i])} for i in best]
 
 

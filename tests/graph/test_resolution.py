@@ -1,0 +1,112 @@
+"""Entity resolution: names decide merges, on the real SurrealDB server with the real
+local embeddings. The labelled set is tests/data/resolution_pairs.json (written for this
+project); tests/resolution_eval.py runs and scores it."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from kgapp.graph import curation, schema
+from kgapp.graph.embeddings import local_embedder
+from kgapp.graph.ingest import names
+from kgapp.graph.ingest.service import fact_add
+from kgapp.graph.records import to_json
+from tests import resolution_eval
+
+SCHEMA = Path(__file__).resolve().parents[2] / "schema"
+JAN = datetime(2024, 1, 15, tzinfo=UTC)
+
+
+@pytest.fixture
+async def graph(raw_namespace):
+    store = await raw_namespace()
+    await schema.migrate(store, schema.load_migrations(SCHEMA), embedding_dim=384)
+    return store
+
+
+@pytest.mark.parametrize(
+    "a, b, kind, verdict, rule",
+    [
+        ("Globex LLC", "globex", "Organization", "same", "same_name"),
+        ("Prof. Ines Duarte", "Ines Duarte", "Person", "same", "same_name"),
+        ("Duarte, Ines", "Ines Duarte", "Person", "same", "same_name"),
+        ("São Tomé", "Sao Tome", "Location", "same", "same_name"),
+        ("St. Kilda", "Saint Kilda", "Location", "same", "same_name"),
+        ("Orbitron 3000\u2122", "Orbitron 3000", "Product", "same", "same_name"),
+        ("Third Harvest Fair", "3rd Harvest Fair", "Event", "same", "same_name"),
+        ("Voyager II", "Voyager 2", "Product", "same", "same_name"),
+        ("Kestrelworks", "Kestrelwroks", "Organization", "same", "typo"),
+        ("Zed 4", "Zed 5", "Product", "blocked", "distinguishing_token"),
+        ("North Fenwick", "Fenwick", "Location", "blocked", "distinguishing_token"),
+        ("Tom Hale Jr.", "Tom Hale", "Person", "blocked", "distinguishing_token"),
+        ("Gala May 2025", "Gala June 2025", "Event", "blocked", "distinguishing_token"),
+        ("Block C", "Block D", "Location", "blocked", "distinguishing_token"),
+        ("Bram Olsen", "Bram Olson", "Person", "similar", "spelling"),
+        ("Vantor", "Vantor Robotics", "Organization", "similar", "words_contained"),
+        ("OTC", "Orbit Trading Company", "Organization", "similar", "acronym"),
+        ("Lena Fox", "Marcus Webb", "Person", "different", "names_differ"),
+    ],
+)
+def test_names_decide(a, b, kind, verdict, rule) -> None:
+    evidence = names.compare(a, kind, b, kind)
+    assert (evidence.verdict, evidence.rule) == (verdict, rule)
+    assert names.compare(b, kind, a, kind).verdict == verdict  # symmetric
+
+
+async def test_the_labelled_set_without_a_model(graph) -> None:
+    pairs = resolution_eval.load()
+    assert len(pairs) >= 300 and sum(p["same"] for p in pairs) * 2 == len(pairs)
+    outcome = await resolution_eval.evaluate(graph, pairs, embedder=local_embedder())
+    assert [p["id"] for p in outcome.wrong_merges()] == []
+    assert outcome.wrong_auto_merges == []
+    same = [p for p in pairs if p["same"]]
+    merged = [p for p in same if outcome.verdicts[p["id"]] == "merged"]
+    assert len(merged) >= 0.9 * len(same), outcome.by_category()["all"]
+    # What names could not settle waits for a person.
+    assert [p["id"] for p in same if outcome.verdicts[p["id"]] == "apart"] == []
+
+
+async def test_an_automatic_merge_is_recorded_and_undone(graph) -> None:
+    embedder = local_embedder()
+
+    async def add(person: str, company: str) -> dict:
+        return await fact_add(
+            graph, source=(person, "Person"), relation="WORKS_AT",
+            target=(company, "Organization"), fact=f"{person} works at {company}.",
+            valid_at=JAN, invalid_at=None, confidence=0.9, embedder=embedder, created_by="t",
+        )
+
+    await add("Erin Cole", "Initech LLC")
+    frank = await add("Frank Diaz", "Initech")
+    [entry] = await curation.audit_page(graph, action="auto_merge", actor=None, limit=10)
+    merge = await curation.audit_get(graph, entry["id"])
+    assert merge["actor"] == "resolution"
+    assert merge["after"]["rule"] == "same_name" and merge["after"]["name"] == "Initech"
+    assert merge["after"]["survivor_name"] == "Initech LLC"
+    assert [str(f) for f in merge["after"]["facts"]] == [frank["id"]]
+    targets = await graph.query_one(
+        "SELECT in.name AS who, out.name AS company FROM relates_to ORDER BY who")
+    assert [t["company"] for t in targets] == ["Initech LLC", "Initech LLC"]
+
+    await curation.undo(graph, entry["id"], actor="carol")
+    rows = to_json(await graph.query_one(
+        "SELECT in.name AS who, out.name AS company, out.merged_into AS merged FROM relates_to "
+        "ORDER BY who"))
+    assert rows == [{"who": "Erin Cole", "company": "Initech LLC", "merged": None},
+                    {"who": "Frank Diaz", "company": "Initech", "merged": None}]
+    assert await graph.query_one("SELECT VALUE name FROM alias") == []
+    rejected = to_json(await graph.query_one(
+        "SELECT a.name AS a, b.name AS b, status FROM dedup_candidate"))
+    assert rejected == [{"a": "Initech", "b": "Initech LLC", "status": "rejected"}]
+    assert (await curation.audit_get(graph, entry["id"]))["undone_by"] is not None
+    # The name stands alone from now on: a later mention goes to it, not merged again.
+    await add("Gina Park", "Initech")
+    assert len(await curation.audit_page(graph, action="auto_merge", actor=None, limit=10)) == 1
+    gina = await graph.query_one(
+        "SELECT VALUE out.name FROM relates_to WHERE in.name = 'Gina Park'")
+    assert gina == ["Initech"]
+    with pytest.raises(curation.CurationRefused):
+        await curation.undo(graph, entry["id"], actor="carol")
