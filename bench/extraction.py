@@ -1,0 +1,563 @@
+"""Graph truth on a real conversation: a LoCoMo conversation uploaded through the product,
+the resulting graph measured against the conversation's own human annotations.
+
+How: the local SurrealDB server (mem://), Django with the test settings and a scratch
+SQLite database, a tenant made by `tenant_create`, and a staff user whose test client
+POSTs the file to `/api/v1/t/{slug}/documents`, Celery running the ingest task eagerly.
+No model is configured (the OPENAI_* variables are ignored here), so ingestion uses the
+offline extractor. The graph is then read whole (`curation.export_graph`); "current"
+means, as of now, an entity not merged into another, and a fact not expired and not
+invalidated (valid_at <= now < invalid_at, and expired_at unset or later than now).
+
+Content words, the unit of matching below: the text folded to lowercase ASCII, split
+into runs of letters or digits (punctuation separates), then NLTK's English stop words
+removed (STOP_WORDS below); numbers and month names are always kept.
+
+Figures and targets:
+1. entity_names_in_annotations (>= 70%): share of current entities whose name occurs,
+   as written (case-sensitive, whole word: no letter, digit or underscore either side),
+   in the concatenated text of every observation (session_N_observation) and every
+   event (events_session_N) of the conversation.
+2. observation_coverage (>= 50%): share of the observations about a speaker (each
+   sentence of session_N_observation[speaker]) that a current fact from that speaker
+   touches. A fact touches an observation when one endpoint is the speaker's entity (a
+   current entity whose name, or one of whose aliases, equals the speaker's name,
+   ignoring case), and the other endpoint's name, reduced to its content words
+   Snowball-stemmed (`snowballstemmer`, English), has at least one such word and all of
+   them among the observation's stemmed content words.
+3. answer_in_context for QA categories 1 (multi-hop), 2 (temporal) and 4 (single-hop)
+   (>= 10 points above the baseline, overall): the question is POSTed to
+   `/api/v1/t/{slug}/query` in mode "mix" with a token budget calibrated to about 8,000
+   characters (max_total_tokens = 8,000 / the characters per token that the product's
+   token counter gives on the conversation; the entity and relation budgets keep their
+   default shares of the total); a context over 8,000 characters is cut there. The
+   answer is present when every content word of the gold answer (not stemmed) is a word
+   of the context; an answer without content words must occur as a whole in the
+   context's normalised text (its words joined by single spaces). Baseline: BM25
+   (`bm25s`) over the conversation's turns, each rendered "[session date] Speaker: text"
+   (with the photo caption the product's parser appends, so both see the same words),
+   analysed like the product's own BM25 (lowercase, ASCII, Snowball stems); the turns
+   that share a term with the question, best first, whole turns while they fit in
+   8,000 characters. Also shown: the mean context length of each, and today's default
+   (mode mix, no budget given) for information.
+4. ingest_ms_per_episode_median (<= 40 ms): the job's `timings.episode_median_ms`
+   (and p90): the time of each episode's pipeline run, measured in `ingest_job`, with
+   no model in it; the batched fact embedding after the last episode is not included.
+
+Also printed: episodes, current entities and facts, the extractor that ran, the wall
+time of the upload (POST to completed job) and 15 sample facts.
+
+    .venv/bin/python bench/extraction.py [--file 30.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import re
+import statistics
+import sys
+import tempfile
+import time
+import unicodedata
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT.parent / "shared" / "data" / "conversations" / "locomo"
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+import bm25s  # noqa: E402
+import snowballstemmer  # noqa: E402
+
+from kgapp import surreal_server  # noqa: E402
+
+CONTEXT_CHARS = 8_000
+QA_CATEGORIES = {1: "multi-hop", 2: "temporal", 4: "single-hop"}
+TARGETS = {
+    "entity_names_in_annotations": 0.70,
+    "observation_coverage": 0.50,
+    "answer_in_context_gain_points": 10.0,
+    "ingest_ms_per_episode_median": 40.0,
+}
+# The product's defaults (kgapp.graph.search.query.QueryRequest): entity and relation
+# budgets as shares of the total, kept when the total is scaled down.
+ENTITY_SHARE, RELATION_SHARE = 1500 / 6000, 2500 / 6000
+SAMPLE_FACTS = 15
+
+# NLTK's English stop words (nltk.corpus.stopwords, "english"), apostrophes dropped:
+# the tokenizer splits "don't" into "don" and "t", both listed.
+STOP_WORDS = frozenset({
+    "i", "me", "my", "myself", "we", "our", "ours", "ourselves", "you", "your", "yours",
+    "yourself", "yourselves", "he", "him", "his", "himself", "she", "her", "hers", "herself", "it",
+    "its", "itself", "they", "them", "their", "theirs", "themselves", "what", "which", "who",
+    "whom", "this", "that", "these", "those", "am", "is", "are", "was", "were", "be", "been",
+    "being", "have", "has", "had", "having", "do", "does", "did", "doing", "a", "an", "the", "and",
+    "but", "if", "or", "because", "as", "until", "while", "of", "at", "by", "for", "with", "about",
+    "against", "between", "into", "through", "during", "before", "after", "above", "below", "to",
+    "from", "up", "down", "in", "out", "on", "off", "over", "under", "again", "further", "then",
+    "once", "here", "there", "when", "where", "why", "how", "all", "any", "both", "each", "few",
+    "more", "most", "other", "some", "such", "no", "nor", "not", "only", "own", "same", "so",
+    "than", "too", "very", "s", "t", "can", "will", "just", "don", "should", "now", "d", "ll", "m",
+    "o", "re", "ve", "y", "ain", "aren", "couldn", "didn", "doesn", "hadn", "hasn", "haven", "isn",
+    "ma", "mightn", "mustn", "needn", "shan", "shouldn", "wasn", "weren", "won", "wouldn",
+})
+MONTHS = frozenset({
+    "january", "february", "march", "april", "may", "june", "july", "august", "september",
+    "october", "november", "december",
+})
+_WORD = re.compile(r"[a-z]+|[0-9]+")
+_SESSION = re.compile(r"session_(\d+)")
+_stemmer = snowballstemmer.stemmer("english")
+
+
+# --- text --------------------------------------------------------------------------------
+
+
+def words(text: str) -> list[str]:
+    folded = unicodedata.normalize("NFKD", text.lower()).encode("ascii", "ignore").decode()
+    return _WORD.findall(folded)
+
+
+def content_words(text: str) -> list[str]:
+    return [w for w in words(text) if w.isdigit() or w in MONTHS or w not in STOP_WORDS]
+
+
+def stemmed_content(text: str) -> set[str]:
+    return set(_stemmer.stemWords(content_words(text)))
+
+
+def occurs_as_written(name: str, text: str) -> bool:
+    return re.search(rf"(?<!\w){re.escape(name)}(?!\w)", text) is not None
+
+
+def answer_present(answer: str, context: str) -> bool:
+    wanted = content_words(answer)
+    if wanted:
+        return set(wanted) <= set(words(context))
+    phrase = " ".join(words(answer))
+    return bool(phrase) and f" {phrase} " in f" {' '.join(words(context))} "
+
+
+# --- the conversation --------------------------------------------------------------------
+
+
+@dataclass
+class Conversation:
+    speakers: tuple[str, str]
+    turns: list[str]  # "[session date] Speaker: text"
+    observations: list[tuple[str, str]]  # (speaker, sentence)
+    events: list[str]
+    qa: list[dict[str, Any]]  # the questions of QA_CATEGORIES
+
+    @property
+    def annotations(self) -> str:
+        return "\n".join([sentence for _, sentence in self.observations] + self.events)
+
+
+def load_conversation(path: Path) -> Conversation:
+    raw = json.loads(path.read_text())
+    sessions = sorted(int(m[1]) for key in raw if (m := _SESSION.fullmatch(key)))
+    turns = []
+    for number in sessions:
+        date = raw.get(f"session_{number}_date_time", "")
+        for turn in raw[f"session_{number}"]:
+            text = turn.get("text", "").strip()
+            caption = (turn.get("blip_caption") or "").strip()
+            if caption:  # as kgapp.graph.ingest.documents renders a shared photo
+                text = f"{text} [shared a photo: {caption}]".strip()
+            turns.append(f"[{date}] {turn['speaker']}: {text}")
+    observations = [
+        (speaker, item[0])
+        for number in sessions
+        for speaker, items in raw.get(f"session_{number}_observation", {}).items()
+        for item in items
+        if isinstance(item, list) and item and isinstance(item[0], str)
+    ]
+    events = [
+        event
+        for number in sessions
+        for speaker, listed in raw.get(f"events_session_{number}", {}).items()
+        if speaker != "date" and isinstance(listed, list)
+        for event in listed
+        if isinstance(event, str)
+    ]
+    qa = [q for q in raw.get("qa", []) if q.get("category") in QA_CATEGORIES and "answer" in q]
+    return Conversation((raw["speaker_a"], raw["speaker_b"]), turns, observations, events, qa)
+
+
+# --- the product -------------------------------------------------------------------------
+
+
+def django_setup(var: Path, surreal_url: str) -> None:
+    """Test settings on a scratch folder and database, tasks run in this process."""
+    for name in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "REDIS_URL"):
+        os.environ.pop(name, None)
+    os.environ.update(
+        DJANGO_SETTINGS_MODULE="kgapp.settings.test",
+        KG_VAR_DIR=str(var),
+        KG_EMBEDDER="local",
+        KG_LOG_LEVEL=os.environ.get("KG_LOG_LEVEL", "WARNING"),
+        DATABASE_URL=f"sqlite:///{var / 'bench.sqlite3'}",
+        SURREAL_URL=surreal_url,
+    )
+    import django
+    from django.core.management import call_command
+
+    django.setup()
+    call_command("migrate", verbosity=0)
+    from kgapp.celery import app
+
+    app.conf.task_always_eager = True
+
+
+def staff_client(slug: str) -> Any:
+    from django.contrib.auth import get_user_model
+    from django.test import Client
+
+    from tenants import services
+
+    services.tenant_create(slug=slug, name="LoCoMo extraction bench")
+    user = get_user_model().objects.create_user("bench", password="bench-password", is_staff=True)
+    client = Client(HTTP_HOST="localhost")
+    client.force_login(user)
+    return client
+
+
+def upload(client: Any, slug: str, path: Path) -> tuple[dict[str, Any], float]:
+    """POST the file, wait for its job to end; the job record and the wall time."""
+    started = time.perf_counter()
+    with path.open("rb") as handle:
+        response = client.post(f"/api/v1/t/{slug}/documents", {"files": [handle]})
+    if response.status_code != 202:
+        raise RuntimeError(f"upload refused: {response.status_code} {response.content[:500]!r}")
+    job_id = response.json()[0]["job_id"]
+    # Eagerly run, the job has ended when the POST returns; the wait is for a worker.
+    deadline = time.monotonic() + 1800
+    while True:
+        job = client.get(f"/api/v1/t/{slug}/jobs/{job_id}").json()
+        if job["status"] in ("completed", "failed", "paused") or time.monotonic() > deadline:
+            return job, time.perf_counter() - started
+        time.sleep(0.5)
+
+
+@dataclass
+class Graph:
+    entities: dict[str, dict[str, Any]]  # current ones, by id
+    aliases: dict[str, set[str]]  # entity id -> alias names
+    facts: list[dict[str, Any]]  # current ones
+
+    def name(self, record: Any) -> str:
+        entity = self.entities.get(str(record))
+        return entity["name"] if entity else str(record)
+
+
+def read_graph(slug: str) -> Graph:
+    from kgapp.graph import curation
+    from tenants.graph import tenant_graph
+    from tenants.models import Tenant
+
+    exported = tenant_graph(Tenant.objects.get(slug=slug)).run(curation.export_graph)
+    now = datetime.now(UTC)
+    entities = {str(e["id"]): e for e in exported["entity"] if not e.get("merged_into")}
+    aliases: dict[str, set[str]] = {}
+    for row in exported["alias"]:
+        aliases.setdefault(str(row["entity"]), set()).add(row["name"])
+    facts = [f for f in exported["relates_to"] if is_current(f, now)]
+    return Graph(entities, aliases, facts)
+
+
+def is_current(fact: dict[str, Any], now: datetime) -> bool:
+    def after_now(moment: Any) -> bool:
+        return moment is None or moment > now
+
+    return (
+        fact["valid_at"] <= now and after_now(fact.get("invalid_at"))
+        and after_now(fact.get("expired_at"))
+    )
+
+
+# --- figures 1 and 2 ---------------------------------------------------------------------
+
+
+def entity_names_in_annotations(graph: Graph, conversation: Conversation) -> tuple[int, int]:
+    text = conversation.annotations
+    found = sum(occurs_as_written(e["name"], text) for e in graph.entities.values())
+    return found, len(graph.entities)
+
+
+def observation_coverage(graph: Graph, conversation: Conversation) -> dict[str, tuple[int, int]]:
+    """Per speaker: observations touched, observations (see the module docstring)."""
+    result = {}
+    for speaker in conversation.speakers:
+        own = {
+            key
+            for key, entity in graph.entities.items()
+            if speaker.casefold()
+            in {n.casefold() for n in {entity["name"], *graph.aliases.get(key, ())}}
+        }
+        others = []
+        for fact in graph.facts:
+            ends = (str(fact["in"]), str(fact["out"]))
+            if (ends[0] in own) != (ends[1] in own):  # exactly one end is the speaker
+                other = ends[1] if ends[0] in own else ends[0]
+                if stems := stemmed_content(graph.name(other)):
+                    others.append(stems)
+        sentences = [s for who, s in conversation.observations if who == speaker]
+        touched = sum(any(o <= stemmed_content(s) for o in others) for s in sentences)
+        result[speaker] = (touched, len(sentences))
+    return result
+
+
+# --- figure 3 ----------------------------------------------------------------------------
+
+
+class TurnBaseline:
+    """BM25 over the conversation's turns, analysed like the product's BM25 index."""
+
+    def __init__(self, turns: list[str]) -> None:
+        from kgapp.graph.search.analyzer import terms
+
+        self.terms, self.turns = terms, turns
+        logging.getLogger("bm25s").setLevel(logging.WARNING)  # it sets DEBUG on import
+        self.retriever = bm25s.BM25()
+        self.retriever.index([terms(t) for t in turns], show_progress=False)
+
+    def context(self, question: str) -> str:
+        scores = self.retriever.get_scores(self.terms(question))
+        ranked = sorted(range(len(self.turns)), key=lambda i: (-scores[i], i))
+        chosen: list[str] = []
+        used = 0
+        for index in ranked:
+            if scores[index] <= 0 or used + len(self.turns[index]) + 1 > CONTEXT_CHARS:
+                break
+            chosen.append(self.turns[index])
+            used += len(self.turns[index]) + 1
+        return "\n".join(chosen)
+
+
+def budget_tokens(conversation: Conversation) -> int:
+    """The total token budget whose text is about CONTEXT_CHARS long on this talk."""
+    from kgapp.graph.ingest.chunking import count_tokens
+
+    text = "\n".join(conversation.turns)
+    return int(CONTEXT_CHARS / (len(text) / count_tokens(text)))
+
+
+@dataclass
+class Answers:
+    """Answers found in context and context lengths, per QA category."""
+
+    limit: int | None = CONTEXT_CHARS  # None: contexts are taken whole
+    found: dict[int, list[bool]] = field(default_factory=dict)
+    lengths: list[int] = field(default_factory=list)
+    truncated: int = 0
+
+    def add(self, category: int, answer: str, context: str) -> None:
+        if self.limit is not None and len(context) > self.limit:
+            context, self.truncated = context[: self.limit], self.truncated + 1
+        self.found.setdefault(category, []).append(answer_present(answer, context))
+        self.lengths.append(len(context))
+
+    def share(self, category: int | None = None) -> float:
+        rows = self.found.get(category, []) if category else [x for v in self.found.values()
+                                                                for x in v]
+        return sum(rows) / len(rows) if rows else 0.0
+
+
+def answer_in_context(
+    client: Any, slug: str, conversation: Conversation
+) -> tuple[Answers, Answers, Answers, int]:
+    """(product within the budget, baseline, product's default), and the budget used."""
+    total = budget_tokens(conversation)
+    budgeted = {
+        "mode": "mix",
+        "max_total_tokens": total,
+        "max_entity_tokens": max(50, int(total * ENTITY_SHARE)),
+        "max_relation_tokens": max(50, int(total * RELATION_SHARE)),
+    }
+    product, baseline, default = Answers(), Answers(), Answers(limit=None)
+    turns = TurnBaseline(conversation.turns)
+    for item in conversation.qa:
+        question, answer, category = item["question"], str(item["answer"]), item["category"]
+        product.add(category, answer, query_context(client, slug, {"query": question, **budgeted}))
+        default.add(category, answer, query_context(client, slug, {"query": question,
+                                                                   "mode": "mix"}))
+        baseline.add(category, answer, turns.context(question))
+    return product, baseline, default, total
+
+
+def query_context(client: Any, slug: str, body: dict[str, Any]) -> str:
+    response = client.post(f"/api/v1/t/{slug}/query", json.dumps(body),
+                           content_type="application/json")
+    if response.status_code != 200:
+        raise RuntimeError(f"query failed: {response.status_code} {response.content[:500]!r}")
+    return str(response.json()["context_text"])
+
+
+# --- report ------------------------------------------------------------------------------
+
+
+def percent(part: float) -> str:
+    return f"{part * 100:.1f}%"
+
+
+def table(rows: Iterable[tuple[str, str, str, str]]) -> Iterator[str]:
+    rows = [("figure", "value", "target", "met"), *rows]
+    widths = [max(len(row[i]) for row in rows) for i in range(4)]
+    for number, row in enumerate(rows):
+        yield "  " + "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True))
+        if number == 0:
+            yield "  " + "  ".join("-" * w for w in widths)
+
+
+def sample_facts(graph: Graph) -> list[str]:
+    """SAMPLE_FACTS current facts spread evenly over valid time."""
+    ordered = sorted(graph.facts, key=lambda f: (f["valid_at"], str(f["id"])))
+    step = max(1, len(ordered) / SAMPLE_FACTS)
+    picked = [ordered[int(i * step)] for i in range(min(SAMPLE_FACTS, len(ordered)))]
+    return [
+        f"    {graph.name(f['in'])} -[{f['relation']}]-> {graph.name(f['out'])}  "
+        f"(valid_at {f['valid_at']:%Y-%m-%d})"
+        for f in picked
+    ]
+
+
+def report(
+    path: Path,
+    job: dict[str, Any],
+    wall: float,
+    graph: Graph,
+    conversation: Conversation,
+    answers: tuple[Answers, Answers, Answers, int],
+) -> None:
+    counts, timings = job.get("counts", {}), job.get("timings", {})
+    extractor = job.get("extractor") or ("model" if counts.get("llm_calls") else "offline")
+    names_found, names = entity_names_in_annotations(graph, conversation)
+    coverage = observation_coverage(graph, conversation)
+    touched = sum(t for t, _ in coverage.values())
+    observed = sum(n for _, n in coverage.values())
+    product, baseline, default, budget = answers
+    gain = (product.share() - baseline.share()) * 100
+    median, p90 = timings.get("episode_median_ms"), timings.get("episode_p90_ms")
+    name_share = names_found / names if names else 0.0
+    cover_share = touched / observed if observed else 0.0
+
+    print(f"graph truth on LoCoMo {path.name} ({conversation.speakers[0]} and "
+          f"{conversation.speakers[1]}), SurrealDB mem://, no model")
+    print(f"  job {job['status']}{': ' + job['error'] if job.get('error') else ''}; "
+          f"extractor {extractor}; upload wall time {wall:.1f} s")
+    print(f"  episodes {counts.get('episodes', 0)}, entities {len(graph.entities)}, "
+          f"facts {len(graph.facts)} (current); turns {len(conversation.turns)}, "
+          f"observations {observed}, QA (categories 1, 2, 4) {len(conversation.qa)}")
+    print()
+    for line in table([
+        ("entity_names_in_annotations", f"{percent(name_share)} ({names_found}/{names})",
+         ">= 70%", yes(name_share >= TARGETS["entity_names_in_annotations"])),
+        ("observation_coverage", f"{percent(cover_share)} ({touched}/{observed})", ">= 50%",
+         yes(cover_share >= TARGETS["observation_coverage"])),
+        ("answer_in_context (product - BM25)", f"{gain:+.1f} points", ">= +10 points",
+         yes(gain >= TARGETS["answer_in_context_gain_points"])),
+        ("ingest_ms_per_episode_median",
+         f"{median:.1f} ms (p90 {p90:.1f})" if median is not None else "not reported",
+         "<= 40 ms", yes(median is not None and median <= TARGETS["ingest_ms_per_episode_median"])),
+    ]):
+        print(line)
+    print()
+    stages = {k: v for k, v in timings.items() if not k.startswith("episode_")}
+    print("  job timings (ms, whole job): "
+          + ", ".join(f"{k} {v:.0f}" for k, v in stages.items()))
+    for speaker, (hit, total) in coverage.items():
+        print(f"  observations of {speaker}: {hit}/{total} touched")
+    print(f"  answer in context, product mode mix at {budget} tokens vs BM25 over turns "
+          f"(<= {CONTEXT_CHARS} characters):")
+    for category, label in QA_CATEGORIES.items():
+        asked = len(product.found.get(category, []))
+        ours, theirs = product.share(category), baseline.share(category)
+        print(f"    {category} {label:<11} n={asked:<3} product {percent(ours):>6}"
+              f"  BM25 {percent(theirs):>6}  diff {(ours - theirs) * 100:+.1f} points")
+    print(f"    overall        n={len(conversation.qa):<3} product {percent(product.share()):>6}"
+          f"  BM25 {percent(baseline.share()):>6}  diff {gain:+.1f} points")
+    print(f"    mean context length: product {mean(product.lengths):.0f} characters "
+          f"({product.truncated} cut at {CONTEXT_CHARS}), BM25 {mean(baseline.lengths):.0f}")
+    print(f"    today's default (mode mix, no budget): mean {mean(default.lengths):.0f} "
+          f"characters, answer in context {percent(default.share())} (for information)")
+    names_sample = sorted(e["name"] for e in graph.entities.values())
+    step = max(1, len(names_sample) // SAMPLE_FACTS)
+    print(f"  sample entity names: {', '.join(names_sample[::step][:SAMPLE_FACTS])}")
+    print(f"  {min(SAMPLE_FACTS, len(graph.facts))} sample facts (source -[relation]-> target):")
+    for line in sample_facts(graph) or ["    (none)"]:
+        print(line)
+    print(json.dumps({
+        "bench": "extraction",
+        "file": path.name,
+        "extractor": extractor,
+        "job_status": job["status"],
+        "episodes": counts.get("episodes", 0),
+        "entities": len(graph.entities),
+        "facts": len(graph.facts),
+        "upload_wall_s": round(wall, 2),
+        "entity_names_in_annotations": round(name_share, 4),
+        "observation_coverage": round(cover_share, 4),
+        "answer_in_context": {
+            "product": {str(c): round(product.share(c), 4) for c in QA_CATEGORIES}
+            | {"overall": round(product.share(), 4)},
+            "baseline_bm25": {str(c): round(baseline.share(c), 4) for c in QA_CATEGORIES}
+            | {"overall": round(baseline.share(), 4)},
+            "gain_points": round(gain, 2),
+            "budget_tokens": budget,
+            "mean_chars": {"product": round(mean(product.lengths)),
+                           "baseline_bm25": round(mean(baseline.lengths)),
+                           "default_mix": round(mean(default.lengths))},
+            "default_mix": round(default.share(), 4),
+        },
+        "ingest_ms_per_episode_median": median,
+        "ingest_ms_per_episode_p90": p90,
+        "targets": TARGETS,
+    }))
+
+
+def yes(met: bool) -> str:
+    return "yes" if met else "no"
+
+
+def mean(values: list[int]) -> float:
+    return statistics.fmean(values) if values else 0.0
+
+
+def main(file_name: str) -> None:
+    path = DATA / file_name
+    if not path.is_file():
+        print(f"shared data missing: {path} not found; nothing measured")
+        return
+    conversation = load_conversation(path)
+    with tempfile.TemporaryDirectory(prefix="kg-bench-extraction-") as scratch:
+        var = Path(scratch)
+        server = surreal_server.start(storage="mem://", log=var / "surreal.log")
+        try:
+            django_setup(var, server.url)
+            from tenants.graph import reset_graph_runtime
+
+            try:
+                slug = "locomo-bench"
+                client = staff_client(slug)
+                job, wall = upload(client, slug, path)
+                graph = read_graph(slug)
+                answers = answer_in_context(client, slug, conversation)
+                report(path, job, wall, graph, conversation, answers)
+            finally:
+                reset_graph_runtime()  # close the connections before the server goes
+        finally:
+            server.stop()
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--file", default="30.json", help="a file of the shared LoCoMo folder")
+    main(parser.parse_args().file)
