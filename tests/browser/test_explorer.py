@@ -77,7 +77,7 @@ def test_uploads_appear_live_and_the_sliders_travel_in_time(
         const names = window.kgExplorer.cy.nodes().map(n => n.data('label'));
         return ['Alice', 'Acme Corp', 'Beta Inc'].every(n => names.includes(n));
     """)
-    acme, beta = "Alice works at Acme Corp.", "Alice joined Beta Inc last month."
+    acme, beta = "Alice works at Acme Corp.", "Alice joined Beta Inc."
     wait_for(browser, "return window.kgExplorer.cy.edges().length >= 2")
 
     set_slider(browser, "valid-time", datetime(2024, 1, 20, tzinfo=UTC))
@@ -107,7 +107,7 @@ def test_uploads_appear_live_and_the_sliders_travel_in_time(
     browser.execute_script(
         "window.kgExplorer.cy.nodes().filter(n => n.data('label') === 'Alice').emit('tap')")
     wait_for(browser, "return document.querySelectorAll('#detail blockquote').length === 2")
-    assert "Alice joined Beta Inc last month." in browser.find_element(By.ID, "detail").text
+    assert "Alice joined Beta Inc." in browser.find_element(By.ID, "detail").text
     screenshot(browser, "explorer")
 
 
