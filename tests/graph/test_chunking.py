@@ -12,7 +12,7 @@ import pytest
 from kgapp.graph.ingest.chunking import Chunk, chunk_text, count_tokens, group_messages
 from kgapp.graph.ingest.documents import Message, parse_document
 
-LOCOMO = Path("/work/shared/data/conversations/locomo/26.json")
+LOCOMO = Path(__file__).resolve().parents[3] / "shared" / "data" / "conversations" / "locomo" / "26.json"
 
 
 def sentences(count: int, *, start: int = 0, words: int = 12) -> str:

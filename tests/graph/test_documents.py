@@ -23,7 +23,7 @@ from kgapp.graph.ingest.documents import (
     parse_message_lines,
 )
 
-LOCOMO = Path("/work/shared/data/conversations/locomo/26.json")
+LOCOMO = Path(__file__).resolve().parents[3] / "shared" / "data" / "conversations" / "locomo" / "26.json"
 LIMIT = 1_000_000
 
 
