@@ -23,7 +23,7 @@ from kgapp.graph.ingest.documents import (
     parse_message_lines,
 )
 
-LOCOMO = Path(__file__).resolve().parents[3] / "shared" / "data" / "conversations" / "locomo" / "26.json"
+LOCOMO = Path(__file__).resolve().parents[1] / "data" / "locomo_like.json"
 LIMIT = 1_000_000
 
 
@@ -551,10 +551,10 @@ def locomo_turn_count(value: dict[str, Any]) -> int:
     return sum(len(turns) for key, turns in value.items() if re.fullmatch(r"session_\d+", key))
 
 
-def test_the_real_locomo_file_is_a_conversation_in_session_order() -> None:
+def test_a_locomo_file_is_a_conversation_in_session_order() -> None:
     raw = LOCOMO.read_bytes()
     value = json.loads(raw)
-    document = parse_document("26.json", raw, max_bytes=len(raw))
+    document = parse_document("locomo_like.json", raw, max_bytes=len(raw))
     messages = document.messages
     assert document.kind == "conversation"
     assert len(messages) == locomo_turn_count(value)
@@ -562,20 +562,20 @@ def test_the_real_locomo_file_is_a_conversation_in_session_order() -> None:
     assert messages[0] == Message(
         value["session_1"][0]["speaker"],
         value["session_1"][0]["text"],
-        datetime(2023, 5, 8, 13, 56, tzinfo=UTC),
+        datetime(2024, 3, 3, 14, 5, tzinfo=UTC),
     )
     first_of_session_2 = messages[len(value["session_1"])]
     assert first_of_session_2.text.startswith(value["session_2"][0]["text"])
-    assert first_of_session_2.timestamp == datetime(2023, 5, 25, 13, 14, tzinfo=UTC)
+    assert first_of_session_2.timestamp == datetime(2024, 4, 19, 10, 40, tzinfo=UTC)
     stamps = [m.timestamp for m in messages]
     assert None not in stamps and stamps == sorted(stamps)
-    assert len(set(stamps)) == 19  # one timestamp per session
+    assert len(set(stamps)) == 3  # one timestamp per session
 
 
 def test_locomo_photo_captions_are_kept_with_the_turn() -> None:
     value = json.loads(LOCOMO.read_text())
     turn = next(t for t in value["session_1"] if "blip_caption" in t)
-    document = parse_document("26.json", LOCOMO.read_bytes(), max_bytes=10**8)
+    document = parse_document("locomo_like.json", LOCOMO.read_bytes(), max_bytes=10**8)
     assert any(
         m.text == f"{turn['text']} [shared a photo: {turn['blip_caption']}]"
         for m in document.messages
@@ -585,7 +585,7 @@ def test_locomo_photo_captions_are_kept_with_the_turn() -> None:
 def test_locomo_wrapped_under_a_conversation_key_reads_the_same() -> None:
     value = json.loads(LOCOMO.read_text())
     wrapped = json.dumps({"sample_id": "conv-26", "conversation": value, "qa": []})
-    plain = parse_document("26.json", LOCOMO.read_bytes(), max_bytes=10**8)
+    plain = parse_document("locomo_like.json", LOCOMO.read_bytes(), max_bytes=10**8)
     assert parse("conv-26.json", wrapped, max_bytes=10**8).messages == plain.messages
 
 
