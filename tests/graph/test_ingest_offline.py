@@ -101,6 +101,18 @@ async def test_a_conversation_becomes_facts_about_its_speakers(graph) -> None:
     assert people == ["Ria", "Tom"]
 
 
+async def test_a_speakers_summary_says_each_sentence_once_across_sessions(graph) -> None:
+    sessions = [
+        EpisodeInput(content=f"Ria: I adopted a rescue {pet}.\nTom: Nice!", source="message",
+                     reference_time=MAR, saga="chat")
+        for pet in ("dog", "cat", "parrot")
+    ]
+    await run(graph, sessions)
+    summary = await graph.query_one("SELECT VALUE summary FROM ONLY entity WHERE name = 'Ria' LIMIT 1")
+    assert summary.count("Ria is a participant of the conversation.") == 1
+    assert all(f"rescue {pet}" in summary for pet in ("dog", "cat", "parrot"))
+
+
 async def test_without_its_pipeline_episodes_are_stored_unextracted_with_one_note(graph) -> None:
     job = await jobs.job_create(graph, kind="ingest_episode")
     report = await ingest_job(graph, job["id"], [ACME, BETA], embedder=local_embedder(), llm=None,

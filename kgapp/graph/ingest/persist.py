@@ -6,6 +6,7 @@ concurrent writer, a schema check) rolls the whole episode back.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from surrealdb.data.types.record_id import RecordID
@@ -35,12 +36,17 @@ _FACT_FIELDS = (
 )
 
 
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+
+
 def merge_summary(old: str, new: str, limit: int = SUMMARY_LIMIT) -> str:
-    """Bounded concatenation: new sentences appended unless already said; the oldest
-    text gives way first when over the limit."""
-    if not new or new in old:
+    """Bounded concatenation: the sentences of `new` not already said are appended
+    ("Gina is a participant of the conversation." once, however many episodes say it);
+    the oldest text gives way first when over the limit."""
+    fresh = " ".join(s for s in _SENTENCE_END.split(new.strip()) if s and s not in old)
+    if not fresh:
         return old[-limit:]
-    merged = f"{old} {new}".strip() if old else new
+    merged = f"{old} {fresh}".strip() if old else fresh
     return merged if len(merged) <= limit else merged[-limit:].split(" ", 1)[-1]
 
 
