@@ -13,6 +13,7 @@ from kgapp.graph.embeddings import local_embedder
 from kgapp.graph.ingest.model import EpisodeInput
 from kgapp.graph.ingest.offline import OfflineExtractor
 from kgapp.graph.ingest.pipeline import ingest_job
+from kgapp.graph.ingest.service import episodes_remove
 from kgapp.graph.records import to_json
 
 SCHEMA = Path(__file__).resolve().parents[2] / "schema"
@@ -127,3 +128,23 @@ async def test_without_its_pipeline_episodes_are_stored_unextracted_with_one_not
 async def test_the_job_says_which_extractor_ran(graph) -> None:
     report = await run(graph, [ACME])
     assert report.extractor.startswith("offline NLP (spaCy en_core_web_sm")
+
+
+async def test_leaving_ends_the_fact_that_held(graph) -> None:
+    quit = EpisodeInput(content="Alice resigned from Acme Corp last week.", source="text",
+                        reference_time=MAR)
+    await run(graph, [ACME])
+    await run(graph, [quit])
+    current = await facts(graph)
+    assert [(f["relation"], f["target"], f["valid_at"], f["invalid_at"]) for f in current] == [
+        ("WORKS_AT", "Acme Corp", "2024-01-15T00:00:00Z", "2024-03-03T00:00:00Z"),
+        # The statement of the end, which superseded the open fact.
+        ("WORKS_AT", "Acme Corp", "2024-03-03T00:00:00Z", "2024-03-03T00:00:00Z"),
+    ]
+    ended, statement = current
+    assert ended["superseded_by"] == statement["id"]
+    # Taking the resignation back leaves the job open again.
+    resigned = await graph.query_one(
+        "SELECT VALUE id FROM episode WHERE content CONTAINS 'resigned'")
+    await episodes_remove(graph, resigned)
+    assert [(f["target"], f["invalid_at"]) for f in await facts(graph)] == [("Acme Corp", None)]

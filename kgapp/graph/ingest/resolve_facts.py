@@ -3,6 +3,8 @@ fact the graph already holds.
 
 - Repeats: same subject, relation and object, and the existing fact holds at the new
   fact's start: the episode is appended and the confidence raised, nothing new is made.
+  When the new fact only states an end ("resigned from Acme last week") and the
+  existing one is open, it contradicts that one instead: the open fact is closed there.
 - Single-valued relations (ontology): a different object ends the existing fact by
   rule: existing facts that hold at the new start are closed there; if a *later* fact
   already holds (this episode arrived late), the new fact is closed at that one's start
@@ -88,6 +90,11 @@ def resolve_facts(
             repeat = next(
                 (e for e in same if e["out"] == draft.target.record and _repeats(e, draft)), None
             )
+            if repeat is not None and _ends(repeat, draft):
+                # Kept as the statement of the end, which closes the open fact (and is
+                # undone with its episode, like any contradiction).
+                draft.contradicts.append(repeat)
+                repeat = None
             if repeat is not None:
                 draft.duplicate_of = repeat
                 ctx.counts["facts_duplicate"] += 1
@@ -120,6 +127,15 @@ def _repeats(existing: dict[str, Any], draft: FactDraft) -> bool:
         existing["valid_at"] == draft.valid_at
         or holds_at(existing, draft.valid_at)
         or (existing.get("invalid_at") is None and existing["valid_at"] > draft.valid_at)
+    )
+
+
+def _ends(existing: dict[str, Any], draft: FactDraft) -> bool:
+    """The draft states when an open fact stopped holding, after it began."""
+    return (
+        draft.invalid_at is not None
+        and existing.get("invalid_at") is None
+        and draft.invalid_at > existing["valid_at"]
     )
 
 
