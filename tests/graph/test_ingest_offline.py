@@ -12,6 +12,7 @@ from kgapp.graph import jobs, schema
 from kgapp.graph.embeddings import local_embedder
 from kgapp.graph.ingest.model import EpisodeInput
 from kgapp.graph.ingest.offline import OfflineExtractor
+from kgapp.graph.ingest.persist import merge_summary
 from kgapp.graph.ingest.pipeline import ingest_job
 from kgapp.graph.ingest.service import episodes_remove
 from kgapp.graph.records import to_json
@@ -112,6 +113,11 @@ async def test_a_speakers_summary_says_each_sentence_once_across_sessions(graph)
     summary = await graph.query_one("SELECT VALUE summary FROM ONLY entity WHERE name = 'Ria' LIMIT 1")
     assert summary.count("Ria is a participant of the conversation.") == 1
     assert all(f"rescue {pet}" in summary for pet in ("dog", "cat", "parrot"))
+
+
+def test_a_summary_over_its_limit_loses_whole_sentences_oldest_first() -> None:
+    merged = merge_summary("Ria adopted a dog. Ria moved to Oslo. Ria paints.", "Ria sings.", limit=30)
+    assert merged == "Ria paints. Ria sings."
 
 
 async def test_without_its_pipeline_episodes_are_stored_unextracted_with_one_note(graph) -> None:

@@ -42,12 +42,17 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 def merge_summary(old: str, new: str, limit: int = SUMMARY_LIMIT) -> str:
     """Bounded concatenation: the sentences of `new` not already said are appended
     ("Gina is a participant of the conversation." once, however many episodes say it);
-    the oldest text gives way first when over the limit."""
+    the oldest sentences give way first when over the limit."""
     fresh = " ".join(s for s in _SENTENCE_END.split(new.strip()) if s and s not in old)
     if not fresh:
         return old[-limit:]
     merged = f"{old} {fresh}".strip() if old else fresh
-    return merged if len(merged) <= limit else merged[-limit:].split(" ", 1)[-1]
+    if len(merged) <= limit:
+        return merged
+    # Whole sentences give way, oldest first; a last one too long is cut at a word.
+    tail = merged[-limit:]
+    rest = _SENTENCE_END.split(tail, maxsplit=1)
+    return rest[1] if len(rest) == 2 else tail.split(" ", 1)[-1]
 
 
 async def persist(ctx: IngestContext, work: EpisodeWork, summaries: dict[str, str]) -> None:
