@@ -1,5 +1,5 @@
-"""The context `POST query` assembles: dated passages and facts, no empty section, and
-the whole within its token budget."""
+"""The context `POST query` assembles: dated excerpts of the passages and facts that bear
+on the question, no empty section, and the whole within its token budget."""
 
 from __future__ import annotations
 
@@ -14,7 +14,8 @@ from kgapp.graph.embeddings import local_embedder
 from kgapp.graph.ingest.chunking import count_tokens
 from kgapp.graph.ingest.model import EpisodeInput
 from kgapp.graph.ingest.pipeline import ingest_job
-from kgapp.graph.search.query import QueryRequest, query
+from kgapp.graph.records import record_key
+from kgapp.graph.search.query import QueryRequest, _entity_line, _statement, query
 from kgapp.graph.search.service import Moment
 
 SCHEMA = Path(__file__).resolve().parents[2] / "schema"
@@ -47,8 +48,8 @@ def sections(text: str) -> dict[str, list[str]]:
     return found
 
 
-async def ask(store, mode: str, **options: Any) -> str:
-    request = QueryRequest(question=QUESTION, mode=mode, **options)
+async def ask(store, mode: str, question: str = QUESTION, **options: Any) -> str:
+    request = QueryRequest(question=question, mode=mode, **options)
     return (await query(store, request, local_embedder(), None)).context_text
 
 
@@ -56,7 +57,15 @@ async def test_passages_start_with_their_date(sessions) -> None:
     found = sections(await ask(sessions, "naive"))
     assert list(found) == ["## Sources"]
     assert found["## Sources"][0].startswith("- [8 May 2023] [episode:")
-    assert "support group yesterday" in found["## Sources"][0]
+    # The day "yesterday" was, resolved against the session's date.
+    assert found["## Sources"][0].endswith(
+        "Caroline: I went to the LGBTQ support group yesterday. [refers to 7 May 2023]"
+    )
+    # Only what bears on the question: the other session shares no word with it.
+    assert "lake sunrise" not in "\n".join(found["## Sources"])
+    sunrise = sections(await ask(sessions, "naive", "When did Melanie paint the lake sunrise?"))
+    assert sunrise["## Sources"][0].startswith("- [25 May 2023] [episode:")
+    assert sunrise["## Sources"][0].endswith("lake sunrise last year. [refers to 2022]")
 
 
 async def test_mix_dates_facts_and_leaves_out_empty_sections(sessions) -> None:
@@ -69,14 +78,144 @@ async def test_mix_dates_facts_and_leaves_out_empty_sections(sessions) -> None:
     assert "## Facts" not in before and list(sections(before)) == ["## Entities", "## Sources"]
 
 
-async def test_budget_counts_the_dates_and_cuts_whole_sections(sessions) -> None:
+async def test_budget_counts_the_dates_and_drops_the_weakest_excerpt_first(sessions) -> None:
     full = await ask(sessions, "mix")
     exact = count_tokens(full)
     assert await ask(sessions, "mix", max_total_tokens=exact) == full
-    # One token short, the only passage (its date included) no longer fits: its header
-    # goes with it.
+    sources = sections(full)["## Sources"]
+    assert sources[1:] == ["  Melanie: That sounds powerful, Caroline."]
+    # One token short, the reply (the weaker excerpt) goes; the matching message stays.
     short = await ask(sessions, "mix", max_total_tokens=exact - 1)
-    assert short == full.split("\n\n## Sources")[0]
+    assert short == full.removesuffix("\n" + sources[1])
+    # Without room for the best excerpt and its date, the next best that fits; without
+    # room for any, the section goes, header and all.
+    before = full.split("\n\n## Sources")[0]
+    room = count_tokens(before) + count_tokens("## Sources") + count_tokens(sources[0])
+    assert await ask(sessions, "mix", max_total_tokens=room) == f"{before}\n\n## Sources\n{sources[0]}"
+    reply = sources[0].split("] Caroline: ")[0] + "] Melanie: That sounds powerful, Caroline."
+    assert await ask(sessions, "mix", max_total_tokens=room - 1) == f"{before}\n\n## Sources\n{reply}"
+    room = count_tokens(before) + count_tokens("## Sources") + count_tokens(reply)
+    assert await ask(sessions, "mix", max_total_tokens=room - 1) == before
     first = full.split("\n")[:2]
     assert await ask(sessions, "mix", max_total_tokens=count_tokens("\n".join(first))) == "\n".join(first)
     assert await ask(sessions, "mix", max_total_tokens=count_tokens("\n".join(first)) - 1) == ""
+    for budget in range(0, exact, 7):
+        assert count_tokens(await ask(sessions, "mix", max_total_tokens=budget)) <= budget
+
+
+TALK = [
+    "Caroline: I went to the LGBTQ support group yesterday.",
+    "Melanie: That sounds powerful, Caroline.",
+    "Caroline: I also started learning the acoustic guitar.",
+    "Melanie: What did you bring to the picnic on Sunday?",
+    "Caroline: Homemade lemonade and a peach pie.",
+    "Melanie: Yum! My kids adore peaches.",
+    "Caroline: I adopted a cat named Bella last month.",
+    "Melanie: Cats are the best company.",
+]
+ACME = (
+    "Acme Corp was founded in 1999 in Springfield. It makes anvils and rockets. The company"
+    " moved its headquarters to Shelbyville in March 2021. Its mascot is a roadrunner."
+)
+
+
+@pytest.fixture
+async def talk(raw_namespace):
+    """A session of eight messages, and a short text."""
+    store = await raw_namespace()
+    await schema.migrate(store, schema.load_migrations(SCHEMA), embedding_dim=384)
+    job = await jobs.job_create(store, kind="t")
+    await ingest_job(store, job["id"], [
+        EpisodeInput(content="\n".join(TALK), source="message",
+                     reference_time=datetime(2023, 5, 8, 13, 56, tzinfo=UTC)),
+        EpisodeInput(content=ACME, source="text", reference_time=datetime(2023, 5, 20, 9, tzinfo=UTC)),
+    ], embedder=local_embedder(), llm=None)
+    return store
+
+
+async def test_sources_quote_the_matching_messages_with_the_reply(talk) -> None:
+    question = "What did Caroline bring to the picnic?"
+    result = await query(talk, QueryRequest(question=question, mode="naive", max_total_tokens=80),
+                         local_embedder(), None)
+    assert count_tokens(result.context_text) <= 80
+    lines = sections(result.context_text)["## Sources"]
+    text = "\n".join(lines)
+    # The message that matches, and the answer after it though it shares no word with
+    # the question; not the whole session, nor the text about Acme.
+    assert "  Melanie: What did you bring to the picnic on Sunday? [refers to 7 May 2023]" in lines
+    assert "  Caroline: Homemade lemonade and a peach pie." in lines
+    assert "support group" not in text and "Cats" not in text and "Acme" not in text
+    # `chunks`: the episode quoted, with the excerpts shown, in order.
+    [chunk] = result.chunks
+    assert lines[0].startswith(f"- [8 May 2023] [{record_key(chunk['id'])}] ")
+    assert chunk["content"] == "\n".join(TALK)
+    assert chunk["excerpts"] == [message for message in TALK if message in text]
+
+
+async def test_excerpts_keep_their_order_and_mark_gaps(talk) -> None:
+    lines = sections(await ask(talk, "naive", "What did Caroline bring to the picnic?",
+                               max_total_tokens=100))["## Sources"]
+    assert lines[0].startswith("- [8 May 2023] [episode:")
+    assert lines[0].endswith("] Caroline: I went to the LGBTQ support group yesterday. [refers to 7 May 2023]")
+    assert lines[1:] == [
+        "  …",
+        "  Caroline: I also started learning the acoustic guitar.",
+        "  Melanie: What did you bring to the picnic on Sunday? [refers to 7 May 2023]",
+        "  Caroline: Homemade lemonade and a peach pie.",
+    ]
+    everything = await ask(talk, "naive", "Which cat did Caroline adopt last month?")
+    assert "  Caroline: I adopted a cat named Bella last month. [refers to April 2023]" in everything
+
+
+async def test_a_text_is_quoted_by_the_sentence(talk) -> None:
+    result = await query(
+        talk, QueryRequest(question="Where did Acme move its headquarters?", mode="naive",
+                           max_total_tokens=40), local_embedder(), None)
+    [line] = sections(result.context_text)["## Sources"]
+    [chunk] = result.chunks
+    # A date the sentence writes out needs no note.
+    assert line == (f"- [20 May 2023] [{record_key(chunk['id'])}] "
+                    "The company moved its headquarters to Shelbyville in March 2021.")
+    assert chunk["content"] == ACME
+    assert chunk["excerpts"] == ["The company moved its headquarters to Shelbyville in March 2021."]
+
+
+async def test_the_overlap_of_chunks_is_quoted_once(raw_namespace) -> None:
+    store = await raw_namespace()
+    await schema.migrate(store, schema.load_migrations(SCHEMA), embedding_dim=384)
+    job = await jobs.job_create(store, kind="t")
+    shared = "The vault under the library holds the old maps."
+    chunks = [f"The library opened in 1920. {shared}", f"{shared} Visitors need a pass."]
+    await ingest_job(store, job["id"], [
+        EpisodeInput(content=text, source="chunk", chunk_index=n,
+                     reference_time=datetime(2024, 3, 1, tzinfo=UTC))
+        for n, text in enumerate(chunks)
+    ], embedder=local_embedder(), llm=None)
+    text = await ask(store, "naive", "What does the vault under the library hold? Who needs a pass?")
+    assert text.count(shared) == 1
+    assert "The library opened in 1920." in text and "Visitors need a pass." in text
+
+
+async def test_one_hop_facts_are_those_that_bear_on_the_question(talk) -> None:
+    facts = sections(await ask(talk, "local", "When did Caroline go to the support group?"))["## Facts"]
+    assert facts == ["- Caroline went to the LGBTQ support group. [since 7 May 2023]"]
+    # A question about the entity as a whole gets all its facts.
+    whole = sections(await ask(talk, "local", "Who is Caroline?"))["## Facts"]
+    assert {"- Caroline went to the LGBTQ support group. [since 7 May 2023]",
+            "- Caroline adopted a cat. [since 1 April 2023]",
+            "- Caroline started learning the acoustic guitar. [since 8 May 2023]"} <= set(whole)
+
+
+def test_entity_line_says_each_thing_once() -> None:
+    jon = {"name": "Jon", "entity_type": "Person",
+           "summary": "Jon is a dancer. Jon lost his job. Jon is a dancer. Jon opened a dance studio."}
+    said = frozenset({_statement("Jon lost his job.")})
+    assert _entity_line(jon) == ("- Jon (Person): Jon is a dancer. Jon lost his job. "
+                                 "Jon opened a dance studio.")
+    # Not what the facts section says, and of the rest what bears on the question...
+    assert _entity_line(jon, "What did Jon open?", said) == "- Jon (Person): Jon opened a dance studio."
+    # ...all of it for the entity as a whole, or else the first sentence.
+    assert _entity_line(jon, "Who is Jon?", said) == ("- Jon (Person): Jon is a dancer. "
+                                                      "Jon opened a dance studio.")
+    assert _entity_line(jon, "Where does Jon live?", said) == "- Jon (Person): Jon is a dancer."
+    assert _entity_line({"name": "ads", "summary": ""}, "Who ran ads?") == "- ads (Entity)"

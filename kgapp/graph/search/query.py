@@ -1,14 +1,24 @@
 """LightRAG's dual-level retrieval, answering `POST query` with token-budgeted context.
 
-- local: low-level keywords -> entities -> their one-hop facts;
+- local: low-level keywords -> entities -> their one-hop facts, those that bear on the
+  question;
 - global: high-level keywords -> facts -> their endpoint entities;
 - hybrid: both, merged round-robin; naive: source passages only; mix: hybrid + passages.
 Every fact is read as of `as_of` / `known_at`. Budgets are in (approximate) tokens.
+
+The context has up to three sections: "## Entities" (summaries without what the facts
+say), "## Facts" (each with its validity) and "## Sources": excerpts of the passages
+(a conversation's messages, a text's sentences) that best match the question, each
+episode's under its date and key, a relative date ("yesterday") resolved; they take
+whatever budget the other two leave.
 """
 
 from __future__ import annotations
 
+import functools
 import re
+from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from itertools import chain, zip_longest
@@ -16,9 +26,12 @@ from typing import Any, Literal
 
 from kgapp.graph.embeddings import Embedder
 from kgapp.graph.ingest.chunking import count_tokens
+from kgapp.graph.ingest.offline import resolve_date
 from kgapp.graph.llm.client import LLMClient
 from kgapp.graph.llm.prompts import query as prompt
 from kgapp.graph.records import record_key
+from kgapp.graph.search.analyzer import terms
+from kgapp.graph.search.index import Postings
 from kgapp.graph.search.service import (
     Hit,
     Indexes,
@@ -56,7 +69,40 @@ _STOP = {
     "was",
     "were",
     "is",
+    "why",
+    "whom",
+    "whose",
+    "do",
+    "an",
+    "of",
+    "to",
+    "in",
+    "on",
+    "at",
+    "by",
+    "or",
+    "be",
+    "it",
+    "he",
+    "she",
+    "his",
+    "her",
+    "they",
+    "their",
+    "you",
+    "your",
+    "my",
+    "me",
 }
+
+
+_STOP_TERMS = frozenset(t for word in _STOP for t in terms(word))
+# One-hop facts read: FACT_CANDIDATES times what the relation budget could hold, of which
+# those that bear on the question go first (see `_bearing`).
+FACT_CANDIDATES = 4
+# A term that more than this share of the texts weighed together have tells them apart
+# no better than chance (typically the name of the entity they are about).
+INFORMATIVE_SHARE = 0.25
 
 
 @dataclass(frozen=True)
@@ -102,7 +148,7 @@ async def query(
         )
         entities = _round_robin(entities, global_entities)
         facts = _round_robin(facts, global_facts)
-    chunks = []
+    passages = None
     if request.mode in ("naive", "mix"):
         found = await search(
             store,
@@ -110,16 +156,20 @@ async def query(
                 query=request.question,
                 scopes=("episodes",),
                 methods=("bm25",),
-                limit=request.top_k,
+                limit=request.top_k * CANDIDATES_PER_PASSAGE,
                 moment=request.moment,
             ),
             embedder,
             indexes=indexes,
         )
-        chunks = [h.record for h in found.episodes]
-    entities = _within(entities, request.max_entity_tokens, _entity_line)
-    facts = _within(facts, request.max_relation_tokens, _fact_line)
-    text = _context(entities, facts, chunks, request.max_total_tokens)
+        passages = Passages(request.question, [h.record for h in found.episodes])
+    facts, fact_lines = _within(facts, request.max_relation_tokens, _fact_line)
+    # An entity's summary but what the facts section says.
+    said = frozenset(_statement(f["fact"]) for f in facts)
+    entities, entity_lines = _within(
+        entities, request.max_entity_tokens, lambda e: _entity_line(e, request.question, said)
+    )
+    text, chunks = _context(entity_lines, fact_lines, passages, request.max_total_tokens)
     result = QueryResult(keywords, entities, facts, chunks, text)
     if request.answer and llm is not None:
         answer = await llm.structured(
@@ -176,18 +226,19 @@ async def _local(
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     hits = await _keyword_search(store, indexes, request, words, "entities", embedder)
     entities = [h.record for h in hits]
-    # Read no more facts than the relation budget can hold: a line costs at least its
-    # words plus the validity note.
+    # Read no more facts than FACT_CANDIDATES times the relation budget could hold (a
+    # line costs at least its words plus the validity note); keep those that bear on the
+    # question, best first.
     facts = await facts_touching(
         store,
         [e["id"] for e in entities],
         request.moment,
         limit=1000,
-        budget=request.max_relation_tokens,
+        budget=request.max_relation_tokens * FACT_CANDIDATES,
         per_fact=LINE_OVERHEAD,
         indexes=indexes,
     )
-    return entities, facts
+    return entities, [facts[i] for i in _bearing(request.question, [f["fact"] for f in facts])]
 
 
 async def _global(
@@ -202,6 +253,26 @@ async def _global(
     return facts, fact_endpoints(facts)
 
 
+def _bearing(question: str, texts: list[str]) -> list[int]:
+    """The indices of the texts that bear on the question, best first (the given order
+    among equals): BM25 for the question's terms but its stop words, weighed among these
+    texts alone, leaving out a term that more than INFORMATIVE_SHARE of them (and more
+    than one) have: the name of the entity they are about, say. Every index, in order,
+    when the question has no other term: it asks about the entity as a whole ("Who is
+    Jon?")."""
+    share = Counter(term for text in texts for term in set(terms(text)))
+    common = max(1.0, INFORMATIVE_SHARE * len(texts))
+    wanted = [t for t in _content_terms(question) if share[t] <= common]
+    if not wanted:
+        return list(range(len(texts)))
+    postings = Postings()
+    for row, text in enumerate(texts):
+        postings.add(row, text)
+    scores = postings.scores(wanted, len(texts))
+    order = sorted(range(len(texts)), key=lambda r: (-scores[r], r))
+    return [row for row in order if scores[row] > 0]
+
+
 def _round_robin(first: list[dict[str, Any]], second: list[dict[str, Any]]) -> list[dict[str, Any]]:
     merged: dict[str, dict[str, Any]] = {}
     for item in chain.from_iterable(zip_longest(first, second)):
@@ -210,11 +281,37 @@ def _round_robin(first: list[dict[str, Any]], second: list[dict[str, Any]]) -> l
     return list(merged.values())
 
 
-def _entity_line(entity: dict[str, Any]) -> str:
-    summary = entity.get("summary") or ""
+def _entity_line(
+    entity: dict[str, Any], question: str = "", said: frozenset[str] = frozenset()
+) -> str:
+    """`- name (type): summary`. Of the summary, each sentence once and none that the
+    facts section says (`said`); with a question, only the sentences that bear on it
+    (all of them when it asks about the entity as a whole), or else the first one."""
+    sentences = []
+    seen = set(said)
+    for sentence in _SENTENCE_END.split(str(entity.get("summary") or "").strip()):
+        statement = _statement(sentence)
+        if statement and statement not in seen:
+            sentences.append(sentence)
+            seen.add(statement)
+    if question and sentences:
+        sentences = [sentences[i] for i in sorted(_bearing(question, sentences))] or sentences[:1]
+    summary = " ".join(sentences)
     return f"- {entity.get('name', '')} ({entity.get('entity_type', 'Entity')}): {summary}".rstrip(
         ": "
     )
+
+
+def _content_terms(question: str) -> list[str]:
+    """The question's index terms but for its stop words (which, when, did...); all of
+    them when it has no other."""
+    found = terms(question)
+    return [t for t in found if t not in _STOP_TERMS] or found
+
+
+def _statement(text: str) -> str:
+    """What a sentence says, as the analyzer reads it (case, punctuation, endings aside)."""
+    return " ".join(terms(text))
 
 
 def _day(moment: datetime) -> str:
@@ -229,12 +326,6 @@ def _fact_line(fact: dict[str, Any]) -> str:
     return f"- {fact['fact']} [since {since}]"
 
 
-def _source_line(episode: dict[str, Any]) -> str:
-    """The passage after its reference time (for a conversation, the session's date), so
-    that "when" questions can be answered from it."""
-    return f"- [{_day(episode['valid_at'])}] [{record_key(episode['id'])}] {episode['content']}"
-
-
 # The tokens of a fact line beyond the fact's own words (the fewest: still valid, and a
 # month name short enough to count as one token).
 LINE_OVERHEAD = count_tokens(
@@ -242,9 +333,13 @@ LINE_OVERHEAD = count_tokens(
 )
 
 
-def _within(items: list[dict[str, Any]], budget: int, line: Any) -> list[dict[str, Any]]:
-    """The leading items whose lines fit in `budget` tokens."""
-    return items[: _fitting([line(item) for item in items], budget)]
+def _within(
+    items: list[dict[str, Any]], budget: int, line: Callable[[dict[str, Any]], str]
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """The leading items whose lines fit in `budget` tokens, and their lines."""
+    lines = [line(item) for item in items]
+    kept = _fitting(lines, budget)
+    return items[:kept], lines[:kept]
 
 
 def _fitting(lines: list[str], budget: int) -> int:
@@ -258,18 +353,18 @@ def _fitting(lines: list[str], budget: int) -> int:
 
 
 def _context(
-    entities: list[dict[str, Any]],
-    facts: list[dict[str, Any]],
-    chunks: list[dict[str, Any]],
+    entities: list[str],
+    facts: list[str],
+    passages: Passages | None,
     budget: int,
-) -> str:
+) -> tuple[str, list[dict[str, Any]]]:
     """The sections in order, cut at the first line that would take the whole past
     `budget` tokens; a section with no line (none found, or none fitting) is left out,
-    header included."""
+    header included. Sources come last and take what the others left: the excerpts that
+    fit it. Also the episodes quoted, each with its excerpts."""
     sections = (
-        ("## Entities", [_entity_line(e) for e in entities]),
-        ("## Facts", [_fact_line(f) for f in facts]),
-        ("## Sources", [_source_line(c) for c in chunks]),
+        ("## Entities", entities),
+        ("## Facts", facts),
     )
     blocks: list[str] = []
     left = budget
@@ -282,6 +377,180 @@ def _context(
             blocks.append("\n".join(block[:kept]))
             left -= sum(map(count_tokens, block[:kept]))
         if kept < len(block):
-            break
+            return "\n\n".join(blocks), []
+    chunks: list[dict[str, Any]] = []
+    if passages is not None:
+        lines, chunks = passages.excerpts(left - count_tokens(SOURCES))
+        if lines:
+            blocks.append("\n".join([SOURCES, *lines]))
     # Blank lines cost nothing: count_tokens is additive over whitespace.
-    return "\n\n".join(blocks)
+    return "\n\n".join(blocks), chunks
+
+
+# --- Sources: the passages' best units ---------------------------------------------------
+
+SOURCES = "## Sources"
+# Candidate episodes read per passage asked for (`top_k`): the excerpts are the best
+# units of all of them.
+CANDIDATES_PER_PASSAGE = 3
+# A unit longer than this is cut into windows of words, so that one long message or
+# paragraph cannot take the whole section.
+MAX_UNIT_TOKENS = 150
+# The share of a unit's score that each of its neighbours gets: the answer to a question
+# asked, or the sentence that goes on, is often worded otherwise.
+NEIGHBOUR_SHARE = 0.5
+GAP = "  …"  # between excerpts of one episode that are not next to each other
+MIN_UNIT_TOKENS = 8  # below this much budget left, no unit would fit
+# After . ! ? (and a closing quote or bracket), unless a lowercase word follows.
+_SENTENCE_END = re.compile(r"(?:(?<=[.!?])|(?<=[.!?][\"'\u201d\u2019)\]]))\s+(?![a-z])")
+
+
+@dataclass(frozen=True)
+class _Unit:
+    episode: int  # index of the episode among the candidates
+    position: int  # order within the episode
+    text: str
+
+
+class Passages:
+    """Candidate episodes cut into units (a conversation's messages, a text's sentences)
+    ranked by BM25 for the question, the units of all the candidates one collection (the
+    product's analysis and BM25, see `index.Postings`), each unit also getting a share of
+    its neighbours' scores."""
+
+    def __init__(self, question: str, episodes: list[dict[str, Any]]) -> None:
+        self.episodes = episodes
+        self.units: list[_Unit] = []
+        seen: set[str] = set()
+        for number, episode in enumerate(episodes):
+            position = 0
+            for text in _units(str(episode.get("source") or ""), str(episode["content"] or "")):
+                folded = " ".join(text.split()).casefold()
+                if folded in seen:  # the overlap of consecutive chunks of a document
+                    continue
+                seen.add(folded)
+                self.units.append(_Unit(number, position, text))
+                position += 1
+        postings = Postings()
+        for row, unit in enumerate(self.units):
+            postings.add(row, unit.text)
+        own = postings.scores(terms(question), len(self.units))
+        scores = own.copy()
+        for row in range(1, len(self.units)):
+            if self.units[row].episode == self.units[row - 1].episode:
+                scores[row] += NEIGHBOUR_SHARE * own[row - 1]
+                scores[row - 1] += NEIGHBOUR_SHARE * own[row]
+        self.ranked = [
+            self.units[row]
+            for row in sorted(range(len(self.units)), key=lambda r: (-scores[r], r))
+            if scores[row] > 0
+        ]
+
+    def excerpts(self, budget: int) -> tuple[list[str], list[dict[str, Any]]]:
+        """The lines of the best units that fit in `budget` tokens, grouped by episode
+        (the episode of the best unit first, units in their own order, a gap marked
+        between units that are not adjacent), and the episodes quoted, each with its
+        `excerpts`."""
+        chosen: dict[int, list[_Unit]] = {}
+        used = 0
+        gap = count_tokens(GAP)
+        for unit in self.ranked:
+            if budget - used < MIN_UNIT_TOKENS:
+                break
+            group = chosen.get(unit.episode)
+            cost = count_tokens(self._shown(unit))
+            if group is None:
+                cost += count_tokens(self._header(unit.episode))
+            else:
+                # Among the others: a gap more on each side where it is not adjacent to
+                # its neighbour, one less where it falls in a gap.
+                before = max((u.position for u in group if u.position < unit.position), default=-1)
+                after = min((u.position for u in group if u.position > unit.position), default=-1)
+                gaps = (before >= 0 and before != unit.position - 1) + (
+                    after >= 0 and after != unit.position + 1
+                )
+                cost += gap * (gaps - (before >= 0 and after >= 0))
+            if used + cost > budget:
+                continue
+            chosen.setdefault(unit.episode, []).append(unit)
+            used += cost
+        lines: list[str] = []
+        chunks: list[dict[str, Any]] = []
+        for number, units in chosen.items():
+            units.sort(key=lambda u: u.position)
+            lines.extend(self._lines(number, units))
+            chunks.append({**self.episodes[number], "excerpts": [u.text for u in units]})
+        return lines, chunks
+
+    def _header(self, number: int) -> str:
+        episode = self.episodes[number]
+        return f"- [{_day(episode['valid_at'])}] [{record_key(episode['id'])}]"
+
+    def _shown(self, unit: _Unit) -> str:
+        """The unit, with the day it speaks of when it names one in other words than its
+        episode's date ("yesterday", "last Friday")."""
+        return unit.text + _date_note(unit.text, self.episodes[unit.episode]["valid_at"])
+
+    def _lines(self, number: int, units: list[_Unit]) -> list[str]:
+        """`- [date] [key] first unit`, the other units indented, `…` over gaps."""
+        lines = [self._header(number)]
+        for previous, unit in zip([None, *units], units, strict=False):
+            if previous is not None and unit.position != previous.position + 1:
+                lines.append(GAP)
+            lines.extend(f"  {line}" for line in self._shown(unit).split("\n"))
+        lines[:2] = [f"{lines[0]} {lines[1].lstrip()}"]
+        return lines
+
+
+@functools.lru_cache(maxsize=50_000)
+def _date_note(text: str, reference: datetime) -> str:
+    """` [refers to 7 May 2023]` for a text that names a day (resolved against
+    `reference`, its episode's date) other than `reference`'s own and in other words;
+    a first of January stands for its year, another first of a month for its month
+    (what "last year" and "last month" resolve to)."""
+    named = resolve_date(text, reference)
+    if named is None or named.date() == reference.astimezone(UTC).date():
+        return ""
+    if named.day == 1:
+        when = str(named.year) if named.month == 1 else f"{named:%B %Y}"
+    else:
+        when = _day(named)
+    if set(terms(when)) <= set(terms(text)):  # "in March 2024" says it already
+        return ""
+    return f" [refers to {when}]"
+
+
+@functools.lru_cache(maxsize=10_000)
+def _units(source: str, content: str) -> tuple[str, ...]:
+    """A message episode's messages (a line, with the indented lines that continue it);
+    any other episode's sentences; each cut into windows within MAX_UNIT_TOKENS."""
+    pieces: list[str] = []
+    if source == "message":
+        for line in content.splitlines():
+            if line[:1].isspace() and pieces:
+                pieces[-1] += "\n" + line.strip()
+            elif line.strip():
+                pieces.append(line.strip())
+    else:
+        for line in content.splitlines():
+            pieces.extend(p for p in _SENTENCE_END.split(line.strip()) if p)
+    return tuple(window for piece in pieces for window in _windows(piece))
+
+
+def _windows(text: str) -> list[str]:
+    """The text, or runs of its words, each within MAX_UNIT_TOKENS."""
+    if len(text) <= MAX_UNIT_TOKENS or count_tokens(text) <= MAX_UNIT_TOKENS:
+        return [text]
+    windows: list[str] = []
+    words: list[str] = []
+    used = 0
+    for word in text.split():
+        tokens = count_tokens(word)
+        if words and used + tokens > MAX_UNIT_TOKENS:
+            windows.append(" ".join(words))
+            words, used = [], 0
+        words.append(word)
+        used += tokens
+    if words:
+        windows.append(" ".join(words))
+    return windows
