@@ -22,20 +22,25 @@ SCHEMA = Path(__file__).resolve().parents[2] / "schema"
 QUESTION = "When did Caroline go to the support group?"
 
 
-@pytest.fixture
-async def sessions(raw_namespace):
-    """Two sessions of a conversation, each on its own day."""
+async def ingested(raw_namespace, episodes: list[EpisodeInput]):
+    """A fresh namespace with `episodes` ingested offline."""
     store = await raw_namespace()
     await schema.migrate(store, schema.load_migrations(SCHEMA), embedding_dim=384)
     job = await jobs.job_create(store, kind="t")
-    await ingest_job(store, job["id"], [
+    await ingest_job(store, job["id"], episodes, embedder=local_embedder(), llm=None)
+    return store
+
+
+@pytest.fixture
+async def sessions(raw_namespace):
+    """Two sessions of a conversation, each on its own day."""
+    return await ingested(raw_namespace, [
         EpisodeInput(content="Caroline: I went to the LGBTQ support group yesterday.\n"
                              "Melanie: That sounds powerful, Caroline.",
                      source="message", reference_time=datetime(2023, 5, 8, 13, 56, tzinfo=UTC)),
         EpisodeInput(content="Melanie: I painted a lake sunrise last year.",
                      source="message", reference_time=datetime(2023, 5, 25, 9, tzinfo=UTC)),
-    ], embedder=local_embedder(), llm=None)
-    return store
+    ])
 
 
 def sections(text: str) -> dict[str, list[str]]:
@@ -122,15 +127,11 @@ ACME = (
 @pytest.fixture
 async def talk(raw_namespace):
     """A session of eight messages, and a short text."""
-    store = await raw_namespace()
-    await schema.migrate(store, schema.load_migrations(SCHEMA), embedding_dim=384)
-    job = await jobs.job_create(store, kind="t")
-    await ingest_job(store, job["id"], [
+    return await ingested(raw_namespace, [
         EpisodeInput(content="\n".join(TALK), source="message",
                      reference_time=datetime(2023, 5, 8, 13, 56, tzinfo=UTC)),
         EpisodeInput(content=ACME, source="text", reference_time=datetime(2023, 5, 20, 9, tzinfo=UTC)),
-    ], embedder=local_embedder(), llm=None)
-    return store
+    ])
 
 
 async def test_sources_quote_the_matching_messages_with_the_reply(talk) -> None:
@@ -181,16 +182,13 @@ async def test_a_text_is_quoted_by_the_sentence(talk) -> None:
 
 
 async def test_the_overlap_of_chunks_is_quoted_once(raw_namespace) -> None:
-    store = await raw_namespace()
-    await schema.migrate(store, schema.load_migrations(SCHEMA), embedding_dim=384)
-    job = await jobs.job_create(store, kind="t")
     shared = "The vault under the library holds the old maps."
     chunks = [f"The library opened in 1920. {shared}", f"{shared} Visitors need a pass."]
-    await ingest_job(store, job["id"], [
+    store = await ingested(raw_namespace, [
         EpisodeInput(content=text, source="chunk", chunk_index=n,
                      reference_time=datetime(2024, 3, 1, tzinfo=UTC))
         for n, text in enumerate(chunks)
-    ], embedder=local_embedder(), llm=None)
+    ])
     text = await ask(store, "naive", "What does the vault under the library hold? Who needs a pass?")
     assert text.count(shared) == 1
     assert "The library opened in 1920." in text and "Visitors need a pass." in text

@@ -134,6 +134,12 @@ def _runs(body: str) -> Iterator[tuple[str, str, bool]]:
         yield joiner, "\n".join(run), not alone
 
 
+def split_sentences(text: str, maxsplit: int = 0) -> list[str]:
+    """The sentences of `text` (split as chunking splits prose), the first `maxsplit`
+    only when given, the rest left whole in the last item."""
+    return [s for s in _SENTENCE_END.split(text.strip(), maxsplit=maxsplit) if s]
+
+
 def _sentences(run: str) -> Iterator[tuple[str, str]]:
     """(whitespace before, sentence) of each sentence of a prose run."""
     start, separator = 0, ""

@@ -6,12 +6,12 @@ concurrent writer, a schema check) rolls the whole episode back.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from surrealdb.data.types.record_id import RecordID
 
 from kgapp.graph import queries
+from kgapp.graph.ingest.chunking import split_sentences
 from kgapp.graph.ingest.model import EntityDraft, EpisodeWork, FactDraft, IngestContext
 from kgapp.graph.ingest.names import match_key
 from kgapp.graph.ingest.normalize import entity_key
@@ -36,14 +36,11 @@ _FACT_FIELDS = (
 )
 
 
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
-
-
 def merge_summary(old: str, new: str, limit: int = SUMMARY_LIMIT) -> str:
     """Bounded concatenation: the sentences of `new` not already said are appended
     ("Gina is a participant of the conversation." once, however many episodes say it);
     the oldest sentences give way first when over the limit."""
-    fresh = " ".join(s for s in _SENTENCE_END.split(new.strip()) if s and s not in old)
+    fresh = " ".join(s for s in split_sentences(new) if s not in old)
     if not fresh:
         return old[-limit:]
     merged = f"{old} {fresh}".strip() if old else fresh
@@ -51,7 +48,7 @@ def merge_summary(old: str, new: str, limit: int = SUMMARY_LIMIT) -> str:
         return merged
     # Whole sentences give way, oldest first; a last one too long is cut at a word.
     tail = merged[-limit:]
-    rest = _SENTENCE_END.split(tail, maxsplit=1)
+    rest = split_sentences(tail, maxsplit=1)
     return rest[1] if len(rest) == 2 else tail.split(" ", 1)[-1]
 
 

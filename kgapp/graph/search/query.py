@@ -25,7 +25,7 @@ from itertools import chain, zip_longest
 from typing import Any, Literal
 
 from kgapp.graph.embeddings import Embedder
-from kgapp.graph.ingest.chunking import count_tokens
+from kgapp.graph.ingest.chunking import count_tokens, split_sentences
 from kgapp.graph.ingest.offline import resolve_date
 from kgapp.graph.llm.client import LLMClient
 from kgapp.graph.llm.prompts import query as prompt
@@ -289,7 +289,7 @@ def _entity_line(
     (all of them when it asks about the entity as a whole), or else the first one."""
     sentences = []
     seen = set(said)
-    for sentence in _SENTENCE_END.split(str(entity.get("summary") or "").strip()):
+    for sentence in split_sentences(str(entity.get("summary") or "")):
         statement = _statement(sentence)
         if statement and statement not in seen:
             sentences.append(sentence)
@@ -401,8 +401,6 @@ MAX_UNIT_TOKENS = 150
 NEIGHBOUR_SHARE = 0.5
 GAP = "  …"  # between excerpts of one episode that are not next to each other
 MIN_UNIT_TOKENS = 8  # below this much budget left, no unit would fit
-# After . ! ? (and a closing quote or bracket), unless a lowercase word follows.
-_SENTENCE_END = re.compile(r"(?:(?<=[.!?])|(?<=[.!?][\"'\u201d\u2019)\]]))\s+(?![a-z])")
 
 
 @dataclass(frozen=True)
@@ -533,7 +531,7 @@ def _units(source: str, content: str) -> tuple[str, ...]:
                 pieces.append(line.strip())
     else:
         for line in content.splitlines():
-            pieces.extend(p for p in _SENTENCE_END.split(line.strip()) if p)
+            pieces.extend(split_sentences(line))
     return tuple(window for piece in pieces for window in _windows(piece))
 
 
