@@ -391,6 +391,7 @@ LET $mentioned = (SELECT VALUE out FROM mentions WHERE in IN $gone);
 DELETE mentions WHERE in IN $gone;
 DELETE has_episode WHERE out IN $gone;
 DELETE occurred_after WHERE in IN $gone OR out IN $gone;
+DELETE episode_units WHERE episode IN $gone;
 DELETE episode WHERE id IN $gone;
 LET $lonely = (SELECT VALUE id FROM entity WHERE id IN $mentioned
     AND count(SELECT VALUE id FROM mentions WHERE out = $parent.id) = 0
@@ -424,6 +425,16 @@ SELECT id, fact FROM relates_to WHERE fact_embedding = NONE AND expired_at = NON
 """
 
 FACT_EMBEDDING_SET = "UPDATE $id SET fact_embedding = $vector RETURN NONE;"
+
+# Episodes whose units are not embedded yet (schema/0011_passages.surql).
+EPISODES_WITHOUT_EMBEDDING = """
+SELECT id, source, content FROM episode WHERE content_embedding = NONE LIMIT $limit;
+"""
+
+EPISODE_UNITS_SET = """
+UPSERT $units SET episode = $episode, vectors = $vectors RETURN NONE;
+UPDATE $episode SET content_embedding = $mean RETURN NONE;
+"""
 
 JOB_REQUEUE = """
 UPDATE ONLY $job SET status = 'queued', error = NONE, updated_at = time::now()
@@ -510,6 +521,22 @@ SELECT id, name, content, source, source_description, valid_at, created_at, saga
     search::score(1) AS score
 FROM episode WHERE content @1,OR@ $query ORDER BY score DESC LIMIT $limit;
 """
+
+# The episodes nearest a vector by meaning: an exact scan (HNSW is not isolated per
+# namespace on 3.0.2, docs/surrealdb-notes.md).
+EPISODES_NEAREST = """
+SELECT id, name, content, source, source_description, valid_at, created_at, saga, document,
+    vector::similarity::cosine(content_embedding, $vector) AS score
+FROM episode WHERE content_embedding != NONE ORDER BY score DESC LIMIT $limit;
+"""
+
+# The episodes of a period, earliest first (a question that names a date).
+EPISODES_IN_PERIOD = """
+SELECT id, name, content, source, source_description, valid_at, created_at, saga, document
+FROM episode WHERE valid_at >= $start AND valid_at < $end ORDER BY valid_at LIMIT $limit;
+"""
+
+EPISODE_UNIT_VECTORS = "SELECT episode, vectors FROM episode_units WHERE episode IN $episodes;"
 
 # Up to $limit episodes that mention an entity (provenance in the explorer).
 # The episodes mentioning an entity, as (id, valid_at) to pick the newest in Python:

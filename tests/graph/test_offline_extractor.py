@@ -13,6 +13,7 @@ from kgapp.graph.ingest.offline import (
     ExtractorUnavailable,
     OfflineExtractor,
     resolve_date,
+    stated_period,
 )
 from kgapp.graph.llm.prompts.extract import Extraction
 
@@ -217,6 +218,29 @@ def test_label_names_the_pipeline_and_its_version(extractor) -> None:
 )
 def test_resolve_date(text, expected) -> None:
     assert resolve_date(text, NOW) == expected
+
+
+def _utc(*parts: int) -> datetime:
+    return datetime(*parts, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("What did Nate do on 25 May, 2022?", (_utc(2022, 5, 25), _utc(2022, 5, 26))),
+        ("on May 3rd, 2023", (_utc(2023, 5, 3), _utc(2023, 5, 4))),
+        ("since 2024-02-29", (_utc(2024, 2, 29), _utc(2024, 3, 1))),
+        ("in the beginning of November 2022", (_utc(2022, 11, 1), _utc(2022, 12, 1))),
+        ("in December 2022", (_utc(2022, 12, 1), _utc(2023, 1, 1))),
+        ("back in 2019", (_utc(2019, 1, 1), _utc(2020, 1, 1))),
+        # Without its year a date names no period; nor does a day that does not exist.
+        ("Which spot did Joanna visit in May?", None),
+        ("on 2023-02-30", None),
+        ("yesterday", None),
+    ],
+)
+def test_stated_period(text, expected) -> None:
+    assert stated_period(text) == expected
 
 
 def test_a_bare_weekday_looks_back_unless_the_clause_is_in_the_future() -> None:

@@ -11,11 +11,17 @@ import pytest
 
 from kgapp.graph import jobs, schema
 from kgapp.graph.embeddings import local_embedder
-from kgapp.graph.ingest.chunking import count_tokens
+from kgapp.graph.ingest.chunking import count_tokens, passage_units
 from kgapp.graph.ingest.model import EpisodeInput
 from kgapp.graph.ingest.pipeline import ingest_job
-from kgapp.graph.records import record_key
-from kgapp.graph.search.query import QueryRequest, _entity_line, _statement, query
+from kgapp.graph.ingest.service import episodes_remove
+from kgapp.graph.search.query import (
+    QueryRequest,
+    _entity_line,
+    _entity_summary,
+    _statement,
+    query,
+)
 from kgapp.graph.search.service import Moment
 
 SCHEMA = Path(__file__).resolve().parents[2] / "schema"
@@ -61,7 +67,7 @@ async def ask(store, mode: str, question: str = QUESTION, **options: Any) -> str
 async def test_passages_start_with_their_date(sessions) -> None:
     found = sections(await ask(sessions, "naive"))
     assert list(found) == ["## Sources"]
-    assert found["## Sources"][0].startswith("- [8 May 2023] [episode:")
+    assert found["## Sources"][0].startswith("- [8 May 2023] [S1] ")
     # The day "yesterday" was, resolved against the session's date.
     assert found["## Sources"][0].endswith(
         "Caroline: I went to the LGBTQ support group yesterday. [refers to 7 May 2023]"
@@ -69,7 +75,7 @@ async def test_passages_start_with_their_date(sessions) -> None:
     # Only what bears on the question: the other session shares no word with it.
     assert "lake sunrise" not in "\n".join(found["## Sources"])
     sunrise = sections(await ask(sessions, "naive", "When did Melanie paint the lake sunrise?"))
-    assert sunrise["## Sources"][0].startswith("- [25 May 2023] [episode:")
+    assert sunrise["## Sources"][0].startswith("- [25 May 2023] [S1] ")
     assert sunrise["## Sources"][0].endswith("lake sunrise last year. [refers to 2022]")
 
 
@@ -148,22 +154,29 @@ async def test_sources_quote_the_matching_messages_with_the_reply(talk) -> None:
     assert "support group" not in text and "Cats" not in text and "Acme" not in text
     # `chunks`: the episode quoted, with the excerpts shown, in order.
     [chunk] = result.chunks
-    assert lines[0].startswith(f"- [8 May 2023] [{record_key(chunk['id'])}] ")
+    assert lines[0].startswith("- [8 May 2023] [S1] ") and chunk["ref"] == "S1"
     assert chunk["content"] == "\n".join(TALK)
     assert chunk["excerpts"] == [message for message in TALK if message in text]
 
 
 async def test_excerpts_keep_their_order_and_mark_gaps(talk) -> None:
     lines = sections(await ask(talk, "naive", "What did Caroline bring to the picnic?",
-                               max_total_tokens=100))["## Sources"]
-    assert lines[0].startswith("- [8 May 2023] [episode:")
-    assert lines[0].endswith("] Caroline: I went to the LGBTQ support group yesterday. [refers to 7 May 2023]")
-    assert lines[1:] == [
-        "  …",
-        "  Caroline: I also started learning the acoustic guitar.",
-        "  Melanie: What did you bring to the picnic on Sunday? [refers to 7 May 2023]",
-        "  Caroline: Homemade lemonade and a peach pie.",
-    ]
+                               max_total_tokens=60))["## Sources"]
+    assert lines[0].startswith("- [8 May 2023] [S1] ")
+    # Each line a message of the session, in the session's order, with "…" where
+    # messages between two quoted ones are left out, and nowhere else.
+    shown = [lines[0].removeprefix("- [8 May 2023] [S1] "), *(line.strip() for line in lines[1:])]
+    positions = [-1 if line == "…" else next(i for i, m in enumerate(TALK) if line.startswith(m))
+                 for line in shown]
+    quoted = [p for p in positions if p >= 0]
+    assert quoted == sorted(quoted) and len(quoted) < len(TALK) and -1 in positions
+    assert {3, 4} <= set(quoted)  # the question asked in the talk, and its answer
+    for before, gap, after in zip(positions, positions[1:], positions[2:], strict=False):
+        if gap == -1:
+            assert after > before + 1
+    for before, after in zip(positions, positions[1:], strict=False):
+        if before >= 0 and after >= 0:
+            assert after == before + 1
     everything = await ask(talk, "naive", "Which cat did Caroline adopt last month?")
     assert "  Caroline: I adopted a cat named Bella last month. [refers to April 2023]" in everything
 
@@ -172,13 +185,15 @@ async def test_a_text_is_quoted_by_the_sentence(talk) -> None:
     result = await query(
         talk, QueryRequest(question="Where did Acme move its headquarters?", mode="naive",
                            max_total_tokens=40), local_embedder(), None)
-    [line] = sections(result.context_text)["## Sources"]
+    lines = sections(result.context_text)["## Sources"]
     [chunk] = result.chunks
-    # A date the sentence writes out needs no note.
-    assert line == (f"- [20 May 2023] [{record_key(chunk['id'])}] "
-                    "The company moved its headquarters to Shelbyville in March 2021.")
-    assert chunk["content"] == ACME
-    assert chunk["excerpts"] == ["The company moved its headquarters to Shelbyville in March 2021."]
+    # A date the sentence writes out needs no note; the sentence after it comes along
+    # (it may go on), not the text before.
+    assert lines == ["- [20 May 2023] [S1] The company moved its headquarters to Shelbyville "
+                     "in March 2021.", "  Its mascot is a roadrunner."]
+    assert chunk["content"] == ACME and chunk["ref"] == "S1"
+    assert chunk["excerpts"] == ["The company moved its headquarters to Shelbyville in March 2021.",
+                                 "Its mascot is a roadrunner."]
 
 
 async def test_the_overlap_of_chunks_is_quoted_once(raw_namespace) -> None:
@@ -204,16 +219,54 @@ async def test_one_hop_facts_are_those_that_bear_on_the_question(talk) -> None:
             "- Caroline started learning the acoustic guitar. [since 8 May 2023]"} <= set(whole)
 
 
-def test_entity_line_says_each_thing_once() -> None:
+def test_entity_summary_says_each_thing_once() -> None:
     jon = {"name": "Jon", "entity_type": "Person",
            "summary": "Jon is a dancer. Jon lost his job. Jon is a dancer. Jon opened a dance studio."}
     said = frozenset({_statement("Jon lost his job.")})
-    assert _entity_line(jon) == ("- Jon (Person): Jon is a dancer. Jon lost his job. "
-                                 "Jon opened a dance studio.")
+    assert _entity_summary(jon) == "Jon is a dancer. Jon lost his job. Jon opened a dance studio."
     # Not what the facts section says, and of the rest what bears on the question...
-    assert _entity_line(jon, "What did Jon open?", said) == "- Jon (Person): Jon opened a dance studio."
-    # ...all of it for the entity as a whole, or else the first sentence.
-    assert _entity_line(jon, "Who is Jon?", said) == ("- Jon (Person): Jon is a dancer. "
-                                                      "Jon opened a dance studio.")
-    assert _entity_line(jon, "Where does Jon live?", said) == "- Jon (Person): Jon is a dancer."
-    assert _entity_line({"name": "ads", "summary": ""}, "Who ran ads?") == "- ads (Entity)"
+    assert _entity_summary(jon, "What did Jon open?", said) == "Jon opened a dance studio."
+    # ...all of it for the entity as a whole, and nothing when none of it bears on it.
+    assert _entity_summary(jon, "Who is Jon?", said) == "Jon is a dancer. Jon opened a dance studio."
+    assert _entity_summary(jon, "Where does Jon live?", said) == ""
+    assert _entity_line(jon, "Jon is a dancer.") == "- Jon (Person): Jon is a dancer."
+    assert _entity_line({"name": "ads"}, "") == "- ads (Entity)"
+
+
+async def test_a_passage_is_found_by_meaning_without_a_shared_word(talk) -> None:
+    # No word of the question is in the session (nor "kitten" anywhere): BM25 alone
+    # quotes nothing; the message about the cat is nearest by meaning.
+    result = await query(talk, QueryRequest(question="Who owns a kitten?", mode="naive",
+                                            max_total_tokens=40), local_embedder(), None)
+    sources = "\n".join(sections(result.context_text)["## Sources"])
+    assert "Caroline: I adopted a cat named Bella last month." in sources
+    assert "Acme" not in sources and "support group" not in sources
+
+
+async def test_a_question_naming_a_day_gets_that_days_passages(raw_namespace) -> None:
+    days = [datetime(2023, 3, day, 18, tzinfo=UTC) for day in (2, 9, 16)]
+    store = await ingested(raw_namespace, [
+        EpisodeInput(content=f"Nora: We watched {film} at the cinema tonight.", source="message",
+                     reference_time=day)
+        for film, day in zip(("Alien", "Heat", "Jaws"), days, strict=True)
+    ])
+    for film, day in zip(("Alien", "Heat", "Jaws"), days, strict=True):
+        question = f"Which film did Nora watch on {day.day} March, 2023?"
+        lines = sections(await ask(store, "naive", question, max_total_tokens=30))["## Sources"]
+        assert lines == [f"- [{day.day} March 2023] [S1] Nora: We watched {film} at the cinema tonight."]
+
+
+async def test_passage_vectors_are_written_after_the_episodes_and_go_with_them(talk) -> None:
+    rows = await talk.query_one("SELECT episode, vectors FROM episode_units;")
+    episodes = await talk.query_one("SELECT id, source, content, content_embedding FROM episode;")
+    assert len(rows) == len(episodes) == 2
+    units = {str(r["episode"]): r["vectors"] for r in rows}
+    for episode in episodes:
+        vectors = units[str(episode["id"])]
+        assert len(vectors) == len(passage_units(episode["source"], episode["content"]))
+        assert all(len(v) == 384 for v in vectors) and len(episode["content_embedding"]) == 384
+    gone = next(e["id"] for e in episodes if e["source"] == "text")
+    await episodes_remove(talk, [gone])
+    assert [str(r["episode"]) for r in await talk.query_one("SELECT episode FROM episode_units;")] == [
+        str(e["id"]) for e in episodes if e["id"] != gone
+    ]

@@ -8,6 +8,7 @@ read whole on one side.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Iterable, Iterator
@@ -301,3 +302,47 @@ def _new_session(before: datetime | None, now: datetime | None, max_gap: timedel
     if before is None or now is None:
         return False
     return abs(now - before) > max_gap or now.date() != before.date()
+
+
+# --- Passage units ------------------------------------------------------------------
+
+# A unit longer than this is cut into windows of words, so that one long message or
+# paragraph cannot take a whole context section (or one embedding).
+MAX_UNIT_TOKENS = 150
+
+
+@functools.lru_cache(maxsize=10_000)
+def passage_units(source: str, content: str) -> tuple[str, ...]:
+    """The units that passage retrieval ranks and quotes: a message episode's messages (a
+    line, with the indented lines that continue it); any other episode's sentences; each
+    cut into windows within MAX_UNIT_TOKENS."""
+    pieces: list[str] = []
+    if source == "message":
+        for line in content.splitlines():
+            if line[:1].isspace() and pieces:
+                pieces[-1] += "\n" + line.strip()
+            elif line.strip():
+                pieces.append(line.strip())
+    else:
+        for line in content.splitlines():
+            pieces.extend(split_sentences(line))
+    return tuple(window for piece in pieces for window in _unit_windows(piece))
+
+
+def _unit_windows(text: str) -> list[str]:
+    """The text, or runs of its words, each within MAX_UNIT_TOKENS."""
+    if len(text) <= MAX_UNIT_TOKENS or count_tokens(text) <= MAX_UNIT_TOKENS:
+        return [text]
+    windows: list[str] = []
+    words: list[str] = []
+    used = 0
+    for word in text.split():
+        tokens = count_tokens(word)
+        if words and used + tokens > MAX_UNIT_TOKENS:
+            windows.append(" ".join(words))
+            words, used = [], 0
+        words.append(word)
+        used += tokens
+    if words:
+        windows.append(" ".join(words))
+    return windows

@@ -3,10 +3,19 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from datetime import UTC, datetime
+from typing import cast
 
+from kgapp.graph.embeddings import EmbeddingError
 from kgapp.graph.ingest.documents import parse_message_lines
-from kgapp.graph.ingest.model import EntityDraft, EpisodeWork, FactDraft, IngestContext
+from kgapp.graph.ingest.model import (
+    EntityDraft,
+    EpisodeInput,
+    EpisodeWork,
+    FactDraft,
+    IngestContext,
+)
 from kgapp.graph.ingest.normalize import canonical_name, display_name, visible_text
 from kgapp.graph.ingest.offline import DEFAULT_MODEL, ExtractorUnavailable, OfflineExtractor
 from kgapp.graph.ingest.screen import screen_text
@@ -17,13 +26,7 @@ from kgapp.graph.records import record_key
 
 async def extract(ctx: IngestContext, work: EpisodeWork) -> None:
     episode = work.input
-    speakers: tuple[str, ...] = ()
-    screened_text = episode.content
-    if episode.source == "message":
-        messages = parse_message_lines(episode.content)
-        speakers = tuple(dict.fromkeys(m.speaker for m in messages))
-        # Speaker labels such as "assistant:" are data here, not role switches.
-        screened_text = "\n".join(m.text for m in messages)
+    speakers, screened_text = _speakers_and_text(episode)
     screening = screen_text(screened_text)
     if screening.flagged:
         work.screened_out = screening.reasons
@@ -58,15 +61,58 @@ async def extract(ctx: IngestContext, work: EpisodeWork) -> None:
     ctx.counts["facts_extracted"] += len(work.facts)
 
 
+def _speakers_and_text(episode: EpisodeInput) -> tuple[tuple[str, ...], str]:
+    """A message episode's speakers and the text that is screened (speaker labels such
+    as "assistant:" are data here, not role switches); no speakers otherwise."""
+    if episode.source != "message":
+        return (), episode.content
+    messages = parse_message_lines(episode.content)
+    speakers = tuple(dict.fromkeys(m.speaker for m in messages))
+    return speakers, "\n".join(m.text for m in messages)
+
+
+def extract_ahead(ctx: IngestContext, episode: EpisodeInput) -> None:
+    """Start the offline extraction of an episode that the job reaches next, and the
+    embedding of the names it finds, in a thread: parsing it then overlaps the database
+    work of the episodes before it. `extract` takes the result when it gets there."""
+    extractor = ctx.extractor or OfflineExtractor(DEFAULT_MODEL)
+    key = _ahead_key(episode)
+    if ctx.llm is not None or key in ctx.ahead or not extractor.available:
+        return
+    speakers, _ = _speakers_and_text(episode)
+
+    def run() -> Extraction:
+        extraction = extractor.extract(
+            visible_text(episode.content),
+            reference_time=episode.reference_time,
+            speakers=speakers,
+        )
+        names = list(dict.fromkeys(display_name(e.name) for e in extraction.entities))
+        names = [n for n in names if n and n not in ctx.name_vectors]
+        # On failure resolution embeds them itself, and reports the error there.
+        with contextlib.suppress(EmbeddingError):
+            ctx.name_vectors.update(zip(names, ctx.embedder.embed(names), strict=True))
+        return extraction
+
+    ctx.ahead[key] = asyncio.ensure_future(asyncio.to_thread(run))
+
+
+def _ahead_key(episode: EpisodeInput) -> str:
+    return f"{episode.reference_time.isoformat()}|{episode.chunk_index}|{episode.content}"
+
+
 async def _extract_offline(
     ctx: IngestContext, work: EpisodeWork, speakers: tuple[str, ...]
 ) -> Extraction | None:
     """The offline extractor's answer; None when it cannot run: the episode is then
     stored unextracted, and the reason noted once per job."""
     extractor = ctx.extractor or OfflineExtractor(DEFAULT_MODEL)
-    if extractor.available:
+    ahead = ctx.ahead.pop(_ahead_key(work.input), None)
+    if ahead is not None or extractor.available:
         with ctx.timings.measure("extract"):
             try:
+                if ahead is not None:
+                    return cast(Extraction, await ahead)
                 # Parsing is CPU work: off the event loop that serves every tenant's queries.
                 return await asyncio.to_thread(
                     extractor.extract,

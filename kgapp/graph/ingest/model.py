@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import secrets
 import time
 from collections import Counter
@@ -120,6 +121,10 @@ class IngestContext:
     counts: Counter[str] = field(default_factory=Counter)
     timings: Timings = field(default_factory=Timings)
     notes: list[str] = field(default_factory=list)
+    # Offline extractions started ahead of their episode (extract.extract_ahead), by
+    # episode, and the name vectors computed with them, by name.
+    ahead: dict[str, asyncio.Future[Any]] = field(default_factory=dict)
+    name_vectors: dict[str, list[float]] = field(default_factory=dict)
 
 
 @dataclass

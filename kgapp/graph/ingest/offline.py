@@ -1243,6 +1243,31 @@ def resolve_date(text: str, reference: datetime, *, future: bool = False) -> dat
     return _absolute(text, ref) or _relative(lowered, ref, future)
 
 
+def stated_period(text: str) -> tuple[datetime, datetime] | None:
+    """The period that the first absolute date of `text` with its year names, as
+    [start, end) in UTC: its day ("on 1 May, 2022", "2022-05-01"), its month ("in
+    November 2022") or its year ("in 2019"); None when it names none."""
+    if m := re.search(r"\b(\d{4})-(\d{2})-(\d{2})\b", text):
+        start = _day(int(m.group(1)), int(m.group(2)), int(m.group(3)))
+        return (start, start + timedelta(days=1)) if start else None
+    day = re.search(rf"\b{_MONTH}\s+(\d{{1,2}})(?:st|nd|rd|th)?,?\s+(\d{{4}})\b", text)
+    if day:
+        start = _day(int(day.group(3)), _MONTHS[day.group(1).lower()], int(day.group(2)))
+        return (start, start + timedelta(days=1)) if start else None
+    day = re.search(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH},?\s+(\d{{4}})\b", text)
+    if day:
+        start = _day(int(day.group(3)), _MONTHS[day.group(2).lower()], int(day.group(1)))
+        return (start, start + timedelta(days=1)) if start else None
+    if m := re.search(rf"\b{_MONTH},?\s+(\d{{4}})\b", text):
+        year, month = int(m.group(2)), _MONTHS[m.group(1).lower()]
+        start, end = _day(year, month, 1), _day(year + month // 12, month % 12 + 1, 1)
+        return (start, end) if start and end else None
+    if m := re.search(r"\b(?:in|since|back in|from|during)\s+((?:19|20)\d{2})\b", text):
+        start, end = _day(int(m.group(1)), 1, 1), _day(int(m.group(1)) + 1, 1, 1)
+        return (start, end) if start and end else None
+    return None
+
+
 def _absolute(text: str, ref: datetime) -> datetime | None:
     if m := re.search(r"\b(\d{4})-(\d{2})-(\d{2})\b", text):
         return _day(int(m.group(1)), int(m.group(2)), int(m.group(3)))

@@ -38,23 +38,23 @@ def saga_record(name: str) -> RecordID:
 async def prepare(ctx: IngestContext, episode: EpisodeInput) -> EpisodeWork | None:
     digest = content_hash(episode.content)
     record = episode_record(episode, digest)
-    if await ctx.store.query_one(queries.RECORD_EXISTS, {"id": record}):
+    # Whether it exists, and the saga's episodes before it: one round trip.
+    batch = queries.Batch()
+    batch.add(queries.RECORD_EXISTS, id=record)
+    if episode.saga:
+        batch.add(
+            queries.EPISODE_CONTEXT,
+            saga=saga_record(episode.saga),
+            at=episode.reference_time,
+            id=record,
+            limit=CONTEXT_EPISODES,
+        )
+    exists, *context = await ctx.store.query(batch.sql, batch.params)
+    if exists:
         ctx.counts["episodes_skipped"] += 1
         return None
     work = EpisodeWork(input=episode, record=record, content_hash=digest)
-    if episode.saga:
-        rows: list[dict[str, Any]] = (
-            await ctx.store.query_one(
-                queries.EPISODE_CONTEXT,
-                {
-                    "saga": saga_record(episode.saga),
-                    "at": episode.reference_time,
-                    "id": record,
-                    "limit": CONTEXT_EPISODES,
-                },
-            )
-            or []
-        )
-        work.context = [row["content"] for row in reversed(rows)]
-        work.previous = rows[0]["id"] if rows else None
+    rows: list[dict[str, Any]] = (context[0] if context else None) or []
+    work.context = [row["content"] for row in reversed(rows)]
+    work.previous = rows[0]["id"] if rows else None
     return work

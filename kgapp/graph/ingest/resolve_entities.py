@@ -65,12 +65,15 @@ async def resolve_entities(ctx: IngestContext, work: EpisodeWork) -> None:
                 _merge_into(ctx, draft, same[0], names.Evidence("same", "same_name", 1.0), None)
                 continue
             unresolved.append(draft)
-        if unresolved:
-            # Only names not matched exactly need a vector: known entities have theirs.
+        # Only names not matched exactly need a vector: known entities have theirs. Those
+        # embedded with their episode's extraction (extract_ahead) are not embedded again.
+        missing = [d for d in unresolved if d.name not in ctx.name_vectors]
+        if missing:
             with ctx.timings.measure("embed"):
-                vectors = await asyncio.to_thread(ctx.embedder.embed, [d.name for d in unresolved])
-            for draft, vector in zip(unresolved, vectors, strict=True):
-                draft.embedding = vector
+                vectors = await asyncio.to_thread(ctx.embedder.embed, [d.name for d in missing])
+            ctx.name_vectors.update(zip([d.name for d in missing], vectors, strict=True))
+        for draft in unresolved:
+            draft.embedding = ctx.name_vectors[draft.name]
         await _by_embedding(ctx, unresolved)
 
 
@@ -151,6 +154,7 @@ async def _by_embedding(ctx: IngestContext, drafts: list[EntityDraft]) -> None:
     with ctx.timings.measure("entity_knn"):
         vectors = entity_vectors(ctx.store.namespace)
         await vectors.refresh(ctx.store)
+        found = []
         for draft in drafts:
             assert draft.embedding is not None
             own = new_record(draft)
@@ -164,7 +168,10 @@ async def _by_embedding(ctx: IngestContext, drafts: list[EntityDraft]) -> None:
                 )
                 if row["id"] != own and types_compatible(row["entity_type"], draft.entity_type)
             ]
-            await _follow_merges(ctx, neighbours)
+            found.append(neighbours)
+        await _follow_merges(ctx, [row for neighbours in found for row in neighbours])
+        for draft, neighbours in zip(drafts, found, strict=True):
+            own = new_record(draft)
             _judge(ctx, draft, [row for row in neighbours if row["id"] != own])
             if draft.record is None:
                 draft.record = own
@@ -195,7 +202,8 @@ def _judge(ctx: IngestContext, draft: EntityDraft, neighbours: list[dict[str, An
 
 
 async def _follow_merges(ctx: IngestContext, candidates: list[dict[str, Any]]) -> None:
-    """A cached candidate may have been merged since: point it at the survivor."""
+    """A cached candidate may have been merged since: point it at the survivor (one
+    round trip for all of them)."""
     if not candidates:
         return
     batch = queries.Batch()

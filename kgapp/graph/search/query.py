@@ -6,11 +6,12 @@
 - hybrid: both, merged round-robin; naive: source passages only; mix: hybrid + passages.
 Every fact is read as of `as_of` / `known_at`. Budgets are in (approximate) tokens.
 
-The context has up to three sections: "## Entities" (summaries without what the facts
-say), "## Facts" (each with its validity) and "## Sources": excerpts of the passages
-(a conversation's messages, a text's sentences) that best match the question, each
-episode's under its date and key, a relative date ("yesterday") resolved; they take
-whatever budget the other two leave.
+The context has up to three sections: "## Entities" (what their summaries say on the
+question, but what the facts say), "## Facts" (each with its validity) and "## Sources":
+excerpts of the passages (a conversation's messages, a text's sentences) that best
+match the question by full text, by meaning and by the period it names, each episode's
+under its date and a label (its `ref` in `chunks`), a relative date ("yesterday")
+resolved; they take whatever budget the other two leave.
 """
 
 from __future__ import annotations
@@ -24,9 +25,12 @@ from datetime import UTC, datetime
 from itertools import chain, zip_longest
 from typing import Any, Literal
 
+import numpy as np
+
+from kgapp.graph import queries
 from kgapp.graph.embeddings import Embedder
-from kgapp.graph.ingest.chunking import count_tokens, split_sentences
-from kgapp.graph.ingest.offline import resolve_date
+from kgapp.graph.ingest.chunking import count_tokens, passage_units, split_sentences
+from kgapp.graph.ingest.offline import resolve_date, stated_period
 from kgapp.graph.llm.client import LLMClient
 from kgapp.graph.llm.prompts import query as prompt
 from kgapp.graph.records import record_key
@@ -150,24 +154,17 @@ async def query(
         facts = _round_robin(facts, global_facts)
     passages = None
     if request.mode in ("naive", "mix"):
-        found = await search(
-            store,
-            SearchRequest(
-                query=request.question,
-                scopes=("episodes",),
-                methods=("bm25",),
-                limit=request.top_k * CANDIDATES_PER_PASSAGE,
-                moment=request.moment,
-            ),
-            embedder,
-            indexes=indexes,
-        )
-        passages = Passages(request.question, [h.record for h in found.episodes])
+        passages = await _passages(store, indexes, request, embedder)
     facts, fact_lines = _within(facts, request.max_relation_tokens, _fact_line)
     # An entity's summary but what the facts section says.
     said = frozenset(_statement(f["fact"]) for f in facts)
+    # An entity with nothing to say on the question but its name is left out: the facts
+    # and passages that name it speak for it.
+    summaries = {record_key(e["id"]): _entity_summary(e, request.question, said) for e in entities}
     entities, entity_lines = _within(
-        entities, request.max_entity_tokens, lambda e: _entity_line(e, request.question, said)
+        [e for e in entities if summaries[record_key(e["id"])]],
+        request.max_entity_tokens,
+        lambda e: _entity_line(e, summaries[record_key(e["id"])]),
     )
     text, chunks = _context(entity_lines, fact_lines, passages, request.max_total_tokens)
     result = QueryResult(keywords, entities, facts, chunks, text)
@@ -253,6 +250,43 @@ async def _global(
     return facts, fact_endpoints(facts)
 
 
+async def _passages(
+    store: TenantStore, indexes: Indexes, request: QueryRequest, embedder: Embedder
+) -> Passages:
+    """The candidate episodes cut into ranked units. Candidates: by full text and by
+    meaning, and those of the period the question names ("on 1 May, 2022")."""
+    limit = request.top_k * CANDIDATES_PER_PASSAGE
+    found = await search(
+        store,
+        SearchRequest(
+            query=request.question,
+            scopes=("episodes",),
+            methods=("bm25", "cosine"),
+            limit=limit,
+            moment=request.moment,
+        ),
+        embedder,
+        indexes=indexes,
+    )
+    episodes = {h.id: h.record for h in found.episodes}
+    period = stated_period(request.question)
+    if period is not None:
+        dated = await store.query_one(
+            queries.EPISODES_IN_PERIOD, {"start": period[0], "end": period[1], "limit": limit}
+        )
+        for row in dated or []:
+            episodes.setdefault(record_key(row["id"]), row)
+    rows = (
+        await store.query_one(
+            queries.EPISODE_UNIT_VECTORS, {"episodes": [e["id"] for e in episodes.values()]}
+        )
+        if episodes and found.vector is not None
+        else None
+    )
+    vectors = {record_key(row["episode"]): row["vectors"] for row in rows or []}
+    return Passages(request.question, list(episodes.values()), vectors, found.vector, period)
+
+
 def _bearing(question: str, texts: list[str]) -> list[int]:
     """The indices of the texts that bear on the question, best first (the given order
     among equals): BM25 for the question's terms but its stop words, weighed among these
@@ -281,12 +315,12 @@ def _round_robin(first: list[dict[str, Any]], second: list[dict[str, Any]]) -> l
     return list(merged.values())
 
 
-def _entity_line(
+def _entity_summary(
     entity: dict[str, Any], question: str = "", said: frozenset[str] = frozenset()
 ) -> str:
-    """`- name (type): summary`. Of the summary, each sentence once and none that the
-    facts section says (`said`); with a question, only the sentences that bear on it
-    (all of them when it asks about the entity as a whole), or else the first one."""
+    """Of the entity's summary, each sentence once and none that the facts section says
+    (`said`); with a question, only the sentences that bear on it (all of them when it
+    asks about the entity as a whole)."""
     sentences = []
     seen = set(said)
     for sentence in split_sentences(str(entity.get("summary") or "")):
@@ -295,8 +329,12 @@ def _entity_line(
             sentences.append(sentence)
             seen.add(statement)
     if question and sentences:
-        sentences = [sentences[i] for i in sorted(_bearing(question, sentences))] or sentences[:1]
-    summary = " ".join(sentences)
+        sentences = [sentences[i] for i in sorted(_bearing(question, sentences))]
+    return " ".join(sentences)
+
+
+def _entity_line(entity: dict[str, Any], summary: str) -> str:
+    """`- name (type): summary`."""
     return f"- {entity.get('name', '')} ({entity.get('entity_type', 'Entity')}): {summary}".rstrip(
         ": "
     )
@@ -393,9 +431,12 @@ SOURCES = "## Sources"
 # Candidate episodes read per passage asked for (`top_k`): the excerpts are the best
 # units of all of them.
 CANDIDATES_PER_PASSAGE = 3
-# A unit longer than this is cut into windows of words, so that one long message or
-# paragraph cannot take the whole section.
-MAX_UNIT_TOKENS = 150
+# Reciprocal rank fusion of the units' two rankings (BM25, embedding): the usual
+# constant, which keeps a unit that one method ranks far down from counting much.
+PASSAGE_RRF_K = 60
+# Below this cosine with the question (all-MiniLM-L6-v2), a unit that shares no term
+# with it is not about it.
+MIN_COSINE = 0.2
 # The share of a unit's score that each of its neighbours gets: the answer to a question
 # asked, or the sentence that goes on, is often worded otherwise.
 NEIGHBOUR_SHARE = 0.5
@@ -406,43 +447,89 @@ MIN_UNIT_TOKENS = 8  # below this much budget left, no unit would fit
 @dataclass(frozen=True)
 class _Unit:
     episode: int  # index of the episode among the candidates
-    position: int  # order within the episode
+    position: int  # order within the episode, among the units kept
     text: str
+    index: int  # among the episode's passage_units (its vectors' order)
 
 
 class Passages:
-    """Candidate episodes cut into units (a conversation's messages, a text's sentences)
-    ranked by BM25 for the question, the units of all the candidates one collection (the
-    product's analysis and BM25, see `index.Postings`), each unit also getting a share of
-    its neighbours' scores."""
+    """Candidate episodes cut into units (chunking.passage_units: a conversation's
+    messages, a text's sentences), ranked for the question by two methods fused by RRF:
+    BM25, the units of all the candidates one collection (the product's analysis, see
+    `index.Postings`), each unit also getting a share of its neighbours' scores; and the
+    cosine of the unit's embedding (schema/0011) with the question's, where the episode
+    has its units embedded."""
 
-    def __init__(self, question: str, episodes: list[dict[str, Any]]) -> None:
+    def __init__(
+        self,
+        question: str,
+        episodes: list[dict[str, Any]],
+        vectors: dict[str, list[list[float]]] | None = None,
+        question_vector: list[float] | None = None,
+        period: tuple[datetime, datetime] | None = None,
+    ) -> None:
         self.episodes = episodes
         self.units: list[_Unit] = []
         seen: set[str] = set()
         for number, episode in enumerate(episodes):
             position = 0
-            for text in _units(str(episode.get("source") or ""), str(episode["content"] or "")):
+            own = passage_units(str(episode.get("source") or ""), str(episode["content"] or ""))
+            for index, text in enumerate(own):
                 folded = " ".join(text.split()).casefold()
                 if folded in seen:  # the overlap of consecutive chunks of a document
                     continue
                 seen.add(folded)
-                self.units.append(_Unit(number, position, text))
+                self.units.append(_Unit(number, position, text, index))
                 position += 1
         postings = Postings()
         for row, unit in enumerate(self.units):
-            postings.add(row, unit.text)
-        own = postings.scores(terms(question), len(self.units))
+            # A unit is said on its episode's day: "what did Joanna watch on 1 May 2022?"
+            postings.add(row, f"{unit.text} {_day(episodes[unit.episode]['valid_at'])}")
+        lexical = self._with_neighbours(postings.scores(terms(question), len(self.units)))
+        rankings = [[row for row in _best_first(lexical) if lexical[row] > 0]]
+        if question_vector is not None and vectors:
+            meaning = self._cosines(vectors, question_vector)
+            rankings.append([row for row in _best_first(meaning) if meaning[row] >= MIN_COSINE])
+        fused = _fused(rankings, len(self.units))
+        if period is not None:
+            # A third ranking: the units of the period named, by the other two.
+            rankings.append([row for row in _best_first(fused) if self._within(row, period)])
+            fused = _fused(rankings, len(self.units))
+        self.ranked = [self.units[row] for row in _best_first(fused) if fused[row] > 0]
+
+    def _within(self, row: int, period: tuple[datetime, datetime]) -> bool:
+        """Whether the unit was said in the period, or names a day in it ("yesterday")."""
+        unit = self.units[row]
+        said = self.episodes[unit.episode]["valid_at"]
+        named = _named_day(unit.text, said)
+        return any(
+            moment is not None and period[0] <= moment < period[1] for moment in (said, named)
+        )
+
+    def _with_neighbours(self, own: np.ndarray) -> np.ndarray:
+        """Each unit's score plus NEIGHBOUR_SHARE of each adjacent unit's own."""
         scores = own.copy()
         for row in range(1, len(self.units)):
             if self.units[row].episode == self.units[row - 1].episode:
                 scores[row] += NEIGHBOUR_SHARE * own[row - 1]
                 scores[row - 1] += NEIGHBOUR_SHARE * own[row]
-        self.ranked = [
-            self.units[row]
-            for row in sorted(range(len(self.units)), key=lambda r: (-scores[r], r))
-            if scores[row] > 0
-        ]
+        return scores
+
+    def _cosines(self, vectors: dict[str, list[list[float]]], question: list[float]) -> np.ndarray:
+        """Cosine of each unit with the question; -1 where its episode has no vectors
+        (not indexed yet, or indexed from other units)."""
+        wanted = np.asarray(question, dtype=np.float32)
+        by_episode: dict[int, np.ndarray] = {}
+        for number, episode in enumerate(self.episodes):
+            own = vectors.get(record_key(episode["id"]))
+            units = passage_units(str(episode.get("source") or ""), str(episode["content"] or ""))
+            if own and len(own) == len(units):
+                by_episode[number] = np.asarray(own, dtype=np.float32) @ wanted
+        found = np.full(len(self.units), -1.0)
+        for row, unit in enumerate(self.units):
+            if unit.episode in by_episode:
+                found[row] = by_episode[unit.episode][unit.index]
+        return found
 
     def excerpts(self, budget: int) -> tuple[list[str], list[dict[str, Any]]]:
         """The lines of the best units that fit in `budget` tokens, grouped by episode
@@ -458,7 +545,7 @@ class Passages:
             group = chosen.get(unit.episode)
             cost = count_tokens(self._shown(unit))
             if group is None:
-                cost += count_tokens(self._header(unit.episode))
+                cost += count_tokens(self._header(unit.episode, len(chosen) + 1))
             else:
                 # Among the others: a gap more on each side where it is not adjacent to
                 # its neighbour, one less where it falls in a gap.
@@ -474,24 +561,27 @@ class Passages:
             used += cost
         lines: list[str] = []
         chunks: list[dict[str, Any]] = []
-        for number, units in chosen.items():
+        for label, (number, units) in enumerate(chosen.items(), start=1):
             units.sort(key=lambda u: u.position)
-            lines.extend(self._lines(number, units))
-            chunks.append({**self.episodes[number], "excerpts": [u.text for u in units]})
+            lines.extend(self._lines(number, label, units))
+            chunks.append(
+                {**self.episodes[number], "ref": _ref(label), "excerpts": [u.text for u in units]}
+            )
         return lines, chunks
 
-    def _header(self, number: int) -> str:
-        episode = self.episodes[number]
-        return f"- [{_day(episode['valid_at'])}] [{record_key(episode['id'])}]"
+    def _header(self, number: int, label: int) -> str:
+        """`- [date] [S1]`: the episode's day, and the `ref` of its entry in `chunks`
+        (a short label instead of the episode's 35-character key)."""
+        return f"- [{_day(self.episodes[number]['valid_at'])}] [{_ref(label)}]"
 
     def _shown(self, unit: _Unit) -> str:
         """The unit, with the day it speaks of when it names one in other words than its
         episode's date ("yesterday", "last Friday")."""
         return unit.text + _date_note(unit.text, self.episodes[unit.episode]["valid_at"])
 
-    def _lines(self, number: int, units: list[_Unit]) -> list[str]:
-        """`- [date] [key] first unit`, the other units indented, `…` over gaps."""
-        lines = [self._header(number)]
+    def _lines(self, number: int, label: int, units: list[_Unit]) -> list[str]:
+        """`- [date] [S1] first unit`, the other units indented, `…` over gaps."""
+        lines = [self._header(number, label)]
         for previous, unit in zip([None, *units], units, strict=False):
             if previous is not None and unit.position != previous.position + 1:
                 lines.append(GAP)
@@ -500,13 +590,37 @@ class Passages:
         return lines
 
 
+def _ref(label: int) -> str:
+    return f"S{label}"
+
+
+def _fused(rankings: list[list[int]], size: int) -> np.ndarray:
+    """Reciprocal rank fusion of best-first lists of rows."""
+    fused = np.zeros(size)
+    for ranking in rankings:
+        for rank, row in enumerate(ranking):
+            fused[row] += 1.0 / (PASSAGE_RRF_K + rank)
+    return fused
+
+
+def _best_first(scores: np.ndarray) -> list[int]:
+    """Rows by score, best first, the earlier first among equals."""
+    return sorted(range(len(scores)), key=lambda r: (-scores[r], r))
+
+
+@functools.lru_cache(maxsize=50_000)
+def _named_day(text: str, reference: datetime) -> datetime | None:
+    """The day `text` names (offline.resolve_date), resolved against its episode's date."""
+    return resolve_date(text, reference)
+
+
 @functools.lru_cache(maxsize=50_000)
 def _date_note(text: str, reference: datetime) -> str:
     """` [refers to 7 May 2023]` for a text that names a day (resolved against
     `reference`, its episode's date) other than `reference`'s own and in other words;
     a first of January stands for its year, another first of a month for its month
     (what "last year" and "last month" resolve to)."""
-    named = resolve_date(text, reference)
+    named = _named_day(text, reference)
     if named is None or named.date() == reference.astimezone(UTC).date():
         return ""
     if named.day == 1:
@@ -516,39 +630,3 @@ def _date_note(text: str, reference: datetime) -> str:
     if set(terms(when)) <= set(terms(text)):  # "in March 2024" says it already
         return ""
     return f" [refers to {when}]"
-
-
-@functools.lru_cache(maxsize=10_000)
-def _units(source: str, content: str) -> tuple[str, ...]:
-    """A message episode's messages (a line, with the indented lines that continue it);
-    any other episode's sentences; each cut into windows within MAX_UNIT_TOKENS."""
-    pieces: list[str] = []
-    if source == "message":
-        for line in content.splitlines():
-            if line[:1].isspace() and pieces:
-                pieces[-1] += "\n" + line.strip()
-            elif line.strip():
-                pieces.append(line.strip())
-    else:
-        for line in content.splitlines():
-            pieces.extend(split_sentences(line))
-    return tuple(window for piece in pieces for window in _windows(piece))
-
-
-def _windows(text: str) -> list[str]:
-    """The text, or runs of its words, each within MAX_UNIT_TOKENS."""
-    if len(text) <= MAX_UNIT_TOKENS or count_tokens(text) <= MAX_UNIT_TOKENS:
-        return [text]
-    windows: list[str] = []
-    words: list[str] = []
-    used = 0
-    for word in text.split():
-        tokens = count_tokens(word)
-        if words and used + tokens > MAX_UNIT_TOKENS:
-            windows.append(" ".join(words))
-            words, used = [], 0
-        words.append(word)
-        used += tokens
-    if words:
-        windows.append(" ".join(words))
-    return windows

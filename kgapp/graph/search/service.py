@@ -88,6 +88,8 @@ class SearchResults:
     entities: list[Hit] = field(default_factory=list)
     episodes: list[Hit] = field(default_factory=list)
     communities: list[Hit] = field(default_factory=list)
+    # The query's embedding, when a scope searched by meaning.
+    vector: list[float] | None = None
 
 
 class RerankerUnavailable(GraphError):
@@ -126,11 +128,11 @@ async def search(
             "the cross_encoder reranker needs a model: set OPENAI_BASE_URL or OPENAI_API_KEY,"
             " or choose rrf, mmr, node_distance or episode_mentions"
         )
-    vector = None  # only fact and entity search use the query's vector
-    vector_scopes = {"facts", "entities"} & set(request.scopes)
+    vector = None  # community search does not use the query's vector
+    vector_scopes = {"facts", "entities", "episodes"} & set(request.scopes)
     if vector_scopes and ("cosine" in request.methods or request.reranker == "mmr"):
         vector = (await asyncio.to_thread(embedder.embed, [request.query]))[0]
-    results = SearchResults()
+    results = SearchResults(vector=vector)
     indexes = indexes or Indexes(store)
     if "activation" in request.methods:
         activated = await _activation(store, await indexes.entities(), request, embedder, vector)
@@ -141,11 +143,9 @@ async def search(
         results.facts = await _facts(store, facts, request, vector, activated["facts"])
     if "entities" in request.scopes:
         entities = await indexes.entities()
-        results.entities = await _entities(
-            store, entities, request, vector, activated["entities"]
-        )
+        results.entities = await _entities(store, entities, request, vector, activated["entities"])
     if "episodes" in request.scopes:
-        results.episodes = await _episodes(store, request)
+        results.episodes = await _episodes(store, request, vector)
     if "communities" in request.scopes:
         results.communities = await _communities(store, request)
     if request.reranker == "cross_encoder" and llm is not None:
@@ -272,14 +272,26 @@ def _entity_rows(index: EntityIndex, hits: list[tuple[str, float]]) -> list[dict
     return [{**index.row(key), "score": score} for key, score in hits]
 
 
-async def _episodes(store: TenantStore, request: SearchRequest) -> list[Hit]:
-    rows = (
-        await store.query_one(
-            queries.EPISODES_BM25, {"query": request.query, "limit": request.limit}
-        )
-        or []
-    )
-    return [Hit(record_key(r["id"]), float(r.get("score") or 0), ["bm25"], r) for r in rows]
+async def _episodes(
+    store: TenantStore, request: SearchRequest, vector: list[float] | None
+) -> list[Hit]:
+    """By full text, and by meaning when the query's vector is given (the episodes whose
+    units are embedded, schema/0011), the two lists fused by RRF; in one round trip."""
+    batch = queries.Batch()
+    batch.add(queries.EPISODES_BM25, query=request.query, limit=request.limit)
+    if vector is not None:
+        batch.add(queries.EPISODES_NEAREST, vector=vector, limit=request.limit)
+    found = [rows or [] for rows in await store.query(batch.sql, batch.params)]
+    if len(found) == 1:
+        return [Hit(record_key(r["id"]), float(r.get("score") or 0), ["bm25"], r) for r in found[0]]
+    rows: dict[str, dict[str, Any]] = {}
+    methods: dict[str, list[str]] = {}
+    for method, listed in zip(("bm25", "cosine"), found, strict=True):
+        for row in listed:
+            rows.setdefault(record_key(row["id"]), row)
+            methods.setdefault(record_key(row["id"]), []).append(method)
+    fused = rerank.rrf([[record_key(r["id"]) for r in listed] for listed in found])
+    return [Hit(key, score, methods[key], rows[key]) for key, score in fused[: request.limit]]
 
 
 async def _communities(store: TenantStore, request: SearchRequest) -> list[Hit]:
