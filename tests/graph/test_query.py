@@ -18,7 +18,7 @@ from kgapp.graph.ingest.service import episodes_remove
 from kgapp.graph.search.query import (
     QueryRequest,
     _entity_line,
-    _entity_summary,
+    _entity_summaries,
     _statement,
     query,
 )
@@ -220,15 +220,25 @@ async def test_one_hop_facts_are_those_that_bear_on_the_question(talk) -> None:
 
 
 def test_entity_summary_says_each_thing_once() -> None:
-    jon = {"name": "Jon", "entity_type": "Person",
+    jon = {"id": "entity:jon", "name": "Jon", "entity_type": "Person",
            "summary": "Jon is a dancer. Jon lost his job. Jon is a dancer. Jon opened a dance studio."}
     said = frozenset({_statement("Jon lost his job.")})
-    assert _entity_summary(jon) == "Jon is a dancer. Jon lost his job. Jon opened a dance studio."
+
+    def summary(question: str = "", entities: tuple[dict[str, Any], ...] = (jon,)) -> str:
+        return _entity_summaries(list(entities), question, said if question else frozenset())[
+            "entity:jon"]
+
+    assert summary() == "Jon is a dancer. Jon lost his job. Jon opened a dance studio."
     # Not what the facts section says, and of the rest what bears on the question...
-    assert _entity_summary(jon, "What did Jon open?", said) == "Jon opened a dance studio."
+    assert summary("What did Jon open?") == "Jon opened a dance studio."
     # ...all of it for the entity as a whole, and nothing when none of it bears on it.
-    assert _entity_summary(jon, "Who is Jon?", said) == "Jon is a dancer. Jon opened a dance studio."
-    assert _entity_summary(jon, "Where does Jon live?", said) == ""
+    assert summary("Who is Jon?") == "Jon is a dancer. Jon opened a dance studio."
+    assert summary("Where does Jon live?") == ""
+    # A name that most of the entities' sentences say (the speaker's) bears on nothing.
+    family = [{"id": f"entity:{n}", "name": f"Jon's {n}", "summary": f"Jon has a {n}."}
+              for n in ("brother", "sister", "cat")]
+    assert summary("What movie did Jon watch?", (jon, *family)) == ""
+    assert summary("Which studio did Jon open?", (jon, *family)) == "Jon opened a dance studio."
     assert _entity_line(jon, "Jon is a dancer.") == "- Jon (Person): Jon is a dancer."
     assert _entity_line({"name": "ads"}, "") == "- ads (Entity)"
 

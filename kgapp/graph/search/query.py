@@ -160,7 +160,7 @@ async def query(
     said = frozenset(_statement(f["fact"]) for f in facts)
     # An entity with nothing to say on the question but its name is left out: the facts
     # and passages that name it speak for it.
-    summaries = {record_key(e["id"]): _entity_summary(e, request.question, said) for e in entities}
+    summaries = _entity_summaries(entities, request.question, said)
     entities, entity_lines = _within(
         [e for e in entities if summaries[record_key(e["id"])]],
         request.max_entity_tokens,
@@ -315,22 +315,31 @@ def _round_robin(first: list[dict[str, Any]], second: list[dict[str, Any]]) -> l
     return list(merged.values())
 
 
-def _entity_summary(
-    entity: dict[str, Any], question: str = "", said: frozenset[str] = frozenset()
-) -> str:
-    """Of the entity's summary, each sentence once and none that the facts section says
-    (`said`); with a question, only the sentences that bear on it (all of them when it
-    asks about the entity as a whole)."""
-    sentences = []
-    seen = set(said)
-    for sentence in split_sentences(str(entity.get("summary") or "")):
-        statement = _statement(sentence)
-        if statement and statement not in seen:
-            sentences.append(sentence)
-            seen.add(statement)
-    if question and sentences:
-        sentences = [sentences[i] for i in sorted(_bearing(question, sentences))]
-    return " ".join(sentences)
+def _entity_summaries(
+    entities: list[dict[str, Any]], question: str = "", said: frozenset[str] = frozenset()
+) -> dict[str, str]:
+    """By entity key, what its summary says: each sentence once and none that the facts
+    section says (`said`); with a question, only the sentences that bear on it, weighed
+    among the sentences of all the entities (a name most of them share, the speaker's
+    say, tells nothing), all of them when it asks about the entities as a whole."""
+    own: dict[str, list[str]] = {}
+    for entity in entities:
+        sentences = own.setdefault(record_key(entity["id"]), [])
+        seen = set(said)
+        for sentence in split_sentences(str(entity.get("summary") or "")):
+            statement = _statement(sentence)
+            if statement and statement not in seen:
+                sentences.append(sentence)
+                seen.add(statement)
+    if question:
+        # Each statement once, however many entities' summaries say it.
+        pooled = list({_statement(s): s for sentences in own.values() for s in sentences}.values())
+        bearing = {_statement(pooled[row]) for row in _bearing(question, pooled)}
+        own = {
+            key: [s for s in sentences if _statement(s) in bearing]
+            for key, sentences in own.items()
+        }
+    return {key: " ".join(sentences) for key, sentences in own.items()}
 
 
 def _entity_line(entity: dict[str, Any], summary: str) -> str:
