@@ -54,7 +54,8 @@ shares pooled (every entity, observation and question counts once), the median o
 jobs' per-episode medians.
 
 Also printed: episodes, current entities and facts, the extractor that ran, the wall
-time of the upload (POST to completed job) and 15 sample facts.
+time of the upload (POST to completed job), 15 sample facts, and the latency of the
+budgeted `POST query` calls (p50, p95; Django test client in process, no HTTP).
 
     .venv/bin/python bench/extraction.py [--file 30.json [--file 26.json ...]]
 """
@@ -64,6 +65,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import math
 import os
 import re
 import statistics
@@ -372,6 +374,7 @@ class Answers:
     found: dict[int, list[bool]] = field(default_factory=dict)
     lengths: list[int] = field(default_factory=list)
     truncated: int = 0
+    milliseconds: list[float] = field(default_factory=list)  # the query's latency
 
     def add(self, category: int, answer: str, context: str) -> None:
         if self.limit is not None and len(context) > self.limit:
@@ -400,7 +403,10 @@ def answer_in_context(
     turns = TurnBaseline(conversation.turns)
     for item in conversation.qa:
         question, answer, category = item["question"], str(item["answer"]), item["category"]
-        product.add(category, answer, query_context(client, slug, {"query": question, **budgeted}))
+        started = time.perf_counter()
+        context = query_context(client, slug, {"query": question, **budgeted})
+        product.milliseconds.append((time.perf_counter() - started) * 1000)
+        product.add(category, answer, context)
         default.add(category, answer, query_context(client, slug, {"query": question,
                                                                    "mode": "mix"}))
         baseline.add(category, answer, turns.context(question))
@@ -503,6 +509,9 @@ def report(
           f"  BM25 {percent(baseline.share()):>6}  diff {gain:+.1f} points")
     print(f"    mean context length: product {mean(product.lengths):.0f} characters "
           f"({product.truncated} cut at {CONTEXT_CHARS}), BM25 {mean(baseline.lengths):.0f}")
+    print(f"    query latency (POST query, mode mix, budgeted; in-process client): "
+          f"p50 {quantile(product.milliseconds, 0.5):.0f} ms, "
+          f"p95 {quantile(product.milliseconds, 0.95):.0f} ms")
     print(f"    today's default (mode mix, no budget): mean {mean(default.lengths):.0f} "
           f"characters, answer in context {percent(default.share())} (for information)")
     names_sample = sorted(e["name"] for e in graph.entities.values())
@@ -561,8 +570,11 @@ def summary(rows: list[dict[str, Any]]) -> None:
                if r["ingest_ms_per_episode_median"] is not None]
     bare = [r["ingest_ms_per_episode_median_without_extraction"] for r in rows
             if r["ingest_ms_per_episode_median_without_extraction"] is not None]
+    latency = [ms for r in rows for ms in r["_answers"][0].milliseconds]
     print()
     print(f"over all {len(rows)} conversations ({len(product)} questions):")
+    print(f"  POST query (mix, budgeted) latency p50 {quantile(latency, 0.5):.0f} ms, "
+          f"p95 {quantile(latency, 0.95):.0f} ms")
     print("  file      names   coverage  product  BM25    gain     ms/episode  without extraction")
     for r in rows:
         a = r["answer_in_context"]
@@ -603,6 +615,12 @@ def summary(rows: list[dict[str, Any]]) -> None:
 
 def yes(met: bool) -> str:
     return "yes" if met else "no"
+
+
+def quantile(values: list[float], share: float) -> float:
+    """Nearest rank."""
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(share * len(ordered)) - 1)] if ordered else 0.0
 
 
 def mean(values: list[int]) -> float:
