@@ -13,6 +13,7 @@ from kgapp.graph.ingest.offline import (
     ExtractorUnavailable,
     OfflineExtractor,
     resolve_date,
+    resolve_named,
     stated_period,
 )
 from kgapp.graph.llm.prompts.extract import Extraction
@@ -218,6 +219,22 @@ def test_label_names_the_pipeline_and_its_version(extractor) -> None:
 )
 def test_resolve_date(text, expected) -> None:
     assert resolve_date(text, NOW) == expected
+
+
+@pytest.mark.parametrize(
+    "text, start, unit",
+    [
+        ("last night", datetime(2024, 5, 14, tzinfo=UTC), "day"),
+        ("last month", datetime(2024, 4, 1, tzinfo=UTC), "month"),
+        ("in March 2021", datetime(2021, 3, 1, tzinfo=UTC), "month"),
+        ("on 1 March 2021", datetime(2021, 3, 1, tzinfo=UTC), "day"),
+        ("last year", datetime(2023, 1, 1, tzinfo=UTC), "year"),
+        ("on 1 January 2020", datetime(2020, 1, 1, tzinfo=UTC), "day"),
+    ],
+)
+def test_resolve_named_says_how_much_of_the_calendar_is_named(text, start, unit) -> None:
+    named = resolve_named(text, NOW)
+    assert named is not None and (named.start, named.unit) == (start, unit)
 
 
 def _utc(*parts: int) -> datetime:

@@ -280,3 +280,14 @@ async def test_passage_vectors_are_written_after_the_episodes_and_go_with_them(t
     assert [str(r["episode"]) for r in await talk.query_one("SELECT episode FROM episode_units;")] == [
         str(e["id"]) for e in episodes if e["id"] != gone
     ]
+
+
+async def test_a_first_of_the_month_named_as_a_day_is_shown_as_that_day(raw_namespace) -> None:
+    store = await ingested(raw_namespace, [
+        EpisodeInput(content="Joanna: I watched the whole trilogy last night!\n"
+                             "Joanna: I am moving house next month.",
+                     source="message", reference_time=datetime(2022, 5, 2, 11, tzinfo=UTC)),
+    ])
+    text = await ask(store, "naive", "What did Joanna watch? When is she moving house?")
+    assert "Joanna: I watched the whole trilogy last night! [refers to 1 May 2022]" in text
+    assert "Joanna: I am moving house next month. [refers to June 2022]" in text

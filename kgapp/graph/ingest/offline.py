@@ -1228,6 +1228,25 @@ _UNIT_DAYS = {"day": 1, "week": 7, "month": 30, "year": 365}
 _WEEKDAY = r"(monday|tuesday|wednesday|thursday|friday|saturday|sunday)"
 
 
+@dataclass(frozen=True)
+class NamedDate:
+    """A date a text names: its first day (UTC midnight), how much of the calendar the
+    text names ("last month": a month), and whether it states its year."""
+
+    start: datetime
+    unit: str  # day | month | year
+    with_year: bool = False
+
+    @property
+    def end(self) -> datetime:
+        if self.unit == "day":
+            return self.start + timedelta(days=1)
+        if self.unit == "month":
+            month = self.start.month  # the next month's first day
+            return self.start.replace(year=self.start.year + month // 12, month=month % 12 + 1)
+        return self.start.replace(year=self.start.year + 1)
+
+
 def resolve_date(text: str, reference: datetime, *, future: bool = False) -> datetime | None:
     """The first date `text` states, resolved against `reference`, as UTC midnight.
 
@@ -1236,80 +1255,78 @@ def resolve_date(text: str, reference: datetime, *, future: bool = False) -> dat
     year and weekend, last/next/on <weekday>, "N days/weeks/months/years ago", "in N
     days". A bare "on Saturday" is the last one before `reference`, or the next one
     when `future` (the clause speaks of what will happen). A month or year resolves to
-    its first day.
+    its first day (`resolve_named` says which it was).
     """
+    named = resolve_named(text, reference, future=future)
+    return named.start if named else None
+
+
+def resolve_named(text: str, reference: datetime, *, future: bool = False) -> NamedDate | None:
+    """As `resolve_date`, with how much of the calendar the text names."""
     ref = reference.astimezone(UTC)
     lowered = " ".join(text.lower().split())
     return _absolute(text, ref) or _relative(lowered, ref, future)
 
 
 def stated_period(text: str) -> tuple[datetime, datetime] | None:
-    """The period that the first absolute date of `text` with its year names, as
+    """The period that the first absolute date of `text` names with its year, as
     [start, end) in UTC: its day ("on 1 May, 2022", "2022-05-01"), its month ("in
     November 2022") or its year ("in 2019"); None when it names none."""
-    if m := re.search(r"\b(\d{4})-(\d{2})-(\d{2})\b", text):
-        start = _day(int(m.group(1)), int(m.group(2)), int(m.group(3)))
-        return (start, start + timedelta(days=1)) if start else None
-    day = re.search(rf"\b{_MONTH}\s+(\d{{1,2}})(?:st|nd|rd|th)?,?\s+(\d{{4}})\b", text)
-    if day:
-        start = _day(int(day.group(3)), _MONTHS[day.group(1).lower()], int(day.group(2)))
-        return (start, start + timedelta(days=1)) if start else None
-    day = re.search(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH},?\s+(\d{{4}})\b", text)
-    if day:
-        start = _day(int(day.group(3)), _MONTHS[day.group(2).lower()], int(day.group(1)))
-        return (start, start + timedelta(days=1)) if start else None
-    if m := re.search(rf"\b{_MONTH},?\s+(\d{{4}})\b", text):
-        year, month = int(m.group(2)), _MONTHS[m.group(1).lower()]
-        start, end = _day(year, month, 1), _day(year + month // 12, month % 12 + 1, 1)
-        return (start, end) if start and end else None
-    if m := re.search(r"\b(?:in|since|back in|from|during)\s+((?:19|20)\d{2})\b", text):
-        start, end = _day(int(m.group(1)), 1, 1), _day(int(m.group(1)) + 1, 1, 1)
-        return (start, end) if start and end else None
-    return None
+    named = _absolute(text, datetime.now(UTC))
+    return (named.start, named.end) if named and named.with_year else None
 
 
-def _absolute(text: str, ref: datetime) -> datetime | None:
+def _absolute(text: str, ref: datetime) -> NamedDate | None:
     if m := re.search(r"\b(\d{4})-(\d{2})-(\d{2})\b", text):
-        return _day(int(m.group(1)), int(m.group(2)), int(m.group(3)))
+        return _named(_day(int(m.group(1)), int(m.group(2)), int(m.group(3))), "day", True)
     if m := re.search(rf"\b{_MONTH}\s+(\d{{1,2}})(?:st|nd|rd|th)?,?\s+(\d{{4}})\b", text):
-        return _day(int(m.group(3)), _MONTHS[m.group(1).lower()], int(m.group(2)))
+        return _named(
+            _day(int(m.group(3)), _MONTHS[m.group(1).lower()], int(m.group(2))), "day", True
+        )
     if m := re.search(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH},?\s+(\d{{4}})\b", text):
-        return _day(int(m.group(3)), _MONTHS[m.group(2).lower()], int(m.group(1)))
+        return _named(
+            _day(int(m.group(3)), _MONTHS[m.group(2).lower()], int(m.group(1))), "day", True
+        )
     if m := re.search(rf"\b{_MONTH},?\s+(\d{{4}})\b", text):
-        return _day(int(m.group(2)), _MONTHS[m.group(1).lower()], 1)
+        return _named(_day(int(m.group(2)), _MONTHS[m.group(1).lower()], 1), "month", True)
     if m := re.search(rf"\b(?:in|last|this|since)\s+{_MONTH}\b", text, re.IGNORECASE):
         month = _MONTHS[m.group(1).lower()]
         year = ref.year if month <= ref.month else ref.year - 1
-        return _day(year, month, 1)
-    if m := re.search(r"\b(?:in|since|back in|from)\s+((?:19|20)\d{2})\b", text):
-        return _day(int(m.group(1)), 1, 1)
+        return _named(_day(year, month, 1), "month")
+    if m := re.search(r"\b(?:in|since|back in|from|during)\s+((?:19|20)\d{2})\b", text):
+        return _named(_day(int(m.group(1)), 1, 1), "year", True)
     return None
 
 
-def _relative(lowered: str, ref: datetime, future: bool) -> datetime | None:
+def _named(start: datetime | None, unit: str, with_year: bool = False) -> NamedDate | None:
+    return NamedDate(start, unit, with_year) if start is not None else None
+
+
+def _relative(lowered: str, ref: datetime, future: bool) -> NamedDate | None:
     today = _midnight(ref)
     if "day before yesterday" in lowered:
-        return today - timedelta(days=2)
+        return NamedDate(today - timedelta(days=2), "day")
     if re.search(r"\b(yesterday|last night)\b", lowered):
-        return today - timedelta(days=1)
+        return NamedDate(today - timedelta(days=1), "day")
     if re.search(r"\b(today|tonight|this (morning|afternoon|evening))\b", lowered):
-        return today
+        return NamedDate(today, "day")
     if "tomorrow" in lowered:
-        return today + timedelta(days=1)
+        return NamedDate(today + timedelta(days=1), "day")
     if m := re.search(rf"\b{_COUNT}\s+(day|week|month|year)s?\s+ago\b", lowered):
-        return today - timedelta(days=_count(m.group(1)) * _UNIT_DAYS[m.group(2)])
+        return NamedDate(today - timedelta(days=_count(m.group(1)) * _UNIT_DAYS[m.group(2)]), "day")
     if m := re.search(rf"\b(?:in|within)\s+{_COUNT}\s+(day|week|month|year)s?\b", lowered):
-        return today + timedelta(days=_count(m.group(1)) * _UNIT_DAYS[m.group(2)])
+        return NamedDate(today + timedelta(days=_count(m.group(1)) * _UNIT_DAYS[m.group(2)]), "day")
     return _named_period(lowered, today, future)
 
 
-def _named_period(lowered: str, today: datetime, future: bool) -> datetime | None:
+def _named_period(lowered: str, today: datetime, future: bool) -> NamedDate | None:
     if m := re.search(r"\b(last|this|next)\s+(week|month|year|weekend)\b", lowered):
-        return _period(m.group(1), m.group(2), today)
+        unit = m.group(2) if m.group(2) in ("month", "year") else "day"
+        return _named(_period(m.group(1), m.group(2), today), unit)
     if m := re.search(rf"\b(last|next|this past|this coming|this|on)\s+{_WEEKDAY}\b", lowered):
         which = m.group(1)
         ahead = which in ("next", "this coming") or (which in ("this", "on") and future)
-        return _weekday(_WEEKDAYS.index(m.group(2)), today, ahead)
+        return NamedDate(_weekday(_WEEKDAYS.index(m.group(2)), today, ahead), "day")
     return None
 
 

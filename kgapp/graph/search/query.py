@@ -30,7 +30,7 @@ import numpy as np
 from kgapp.graph import queries
 from kgapp.graph.embeddings import Embedder
 from kgapp.graph.ingest.chunking import count_tokens, passage_units, split_sentences
-from kgapp.graph.ingest.offline import resolve_date, stated_period
+from kgapp.graph.ingest.offline import NamedDate, resolve_named, stated_period
 from kgapp.graph.llm.client import LLMClient
 from kgapp.graph.llm.prompts import query as prompt
 from kgapp.graph.records import record_key
@@ -511,9 +511,10 @@ class Passages:
         unit = self.units[row]
         said = self.episodes[unit.episode]["valid_at"]
         named = _named_day(unit.text, said)
-        return any(
-            moment is not None and period[0] <= moment < period[1] for moment in (said, named)
-        )
+        if period[0] <= said < period[1]:
+            return True
+        # What it names overlaps the period ("last month" said on 2 June, of May).
+        return named is not None and named.start < period[1] and period[0] < named.end
 
     def _with_neighbours(self, own: np.ndarray) -> np.ndarray:
         """Each unit's score plus NEIGHBOUR_SHARE of each adjacent unit's own."""
@@ -618,24 +619,27 @@ def _best_first(scores: np.ndarray) -> list[int]:
 
 
 @functools.lru_cache(maxsize=50_000)
-def _named_day(text: str, reference: datetime) -> datetime | None:
-    """The day `text` names (offline.resolve_date), resolved against its episode's date."""
-    return resolve_date(text, reference)
+def _named_day(text: str, reference: datetime) -> NamedDate | None:
+    """The date `text` names (offline.resolve_named), resolved against its episode's date."""
+    return resolve_named(text, reference)
 
 
 @functools.lru_cache(maxsize=50_000)
 def _date_note(text: str, reference: datetime) -> str:
-    """` [refers to 7 May 2023]` for a text that names a day (resolved against
-    `reference`, its episode's date) other than `reference`'s own and in other words;
-    a first of January stands for its year, another first of a month for its month
-    (what "last year" and "last month" resolve to)."""
+    """` [refers to 7 May 2023]` for a text that names a date (resolved against
+    `reference`, its episode's date) other than `reference`'s own day and in other
+    words: a day, or a month or year when that is what it names ("last month")."""
     named = _named_day(text, reference)
-    if named is None or named.date() == reference.astimezone(UTC).date():
+    if named is None or (
+        named.unit == "day" and named.start.date() == reference.astimezone(UTC).date()
+    ):
         return ""
-    if named.day == 1:
-        when = str(named.year) if named.month == 1 else f"{named:%B %Y}"
+    if named.unit == "year":
+        when = str(named.start.year)
+    elif named.unit == "month":
+        when = f"{named.start:%B %Y}"
     else:
-        when = _day(named)
+        when = _day(named.start)
     if set(terms(when)) <= set(terms(text)):  # "in March 2024" says it already
         return ""
     return f" [refers to {when}]"
