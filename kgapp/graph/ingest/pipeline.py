@@ -145,34 +145,36 @@ async def ingest_job(
     total = offset + len(episodes)
     episode_ms: list[float] = []
     without_extraction_ms: list[float] = []
-    for index, episode in enumerate(episodes, start=offset):
-        try:
-            started = time.perf_counter()
-            # The next episode is parsed while this one is resolved and written.
-            for upcoming in episodes[index - offset + 1 : index - offset + 1 + EXTRACT_AHEAD]:
-                extract_ahead(ctx, upcoming)
-            extracting = ctx.timings.totals.get("extract", 0.0)
-            record = await ingest_episode(ctx, episode)
-            elapsed = (time.perf_counter() - started) * 1000
-            episode_ms.append(elapsed)
-            extract_ms = ctx.timings.totals.get("extract", 0.0) - extracting
-            without_extraction_ms.append(elapsed - extract_ms)
-            if record is not None:
-                report.episodes.append(record_key(record))
-        except LLMQuotaExceeded as error:
-            report.status, report.error = "paused", f"LLM quota exhausted: {error}"
-            break
-        except GraphUnavailable:
-            raise
-        except (LLMError, QueryFailed, ValueError) as error:
-            ctx.counts["episodes_failed"] += 1
-            report.failures.append(
-                {"index": index, "reason": f"{type(error).__name__}: {error}"[:500]}
-            )
-            logger.warning("episode %s of %s failed: %s", index, job, error)
-        await _progress(ctx, job, index + 1, total, llm)
-    for unused in ctx.ahead.values():  # the job stopped early
-        unused.cancel()
+    try:
+        for index, episode in enumerate(episodes, start=offset):
+            try:
+                started = time.perf_counter()
+                # The next episode is parsed while this one is resolved and written.
+                for upcoming in episodes[index - offset + 1 : index - offset + 1 + EXTRACT_AHEAD]:
+                    extract_ahead(ctx, upcoming)
+                extracting = ctx.timings.totals.get("extract", 0.0)
+                record = await ingest_episode(ctx, episode)
+                elapsed = (time.perf_counter() - started) * 1000
+                episode_ms.append(elapsed)
+                extract_ms = ctx.timings.totals.get("extract", 0.0) - extracting
+                without_extraction_ms.append(elapsed - extract_ms)
+                if record is not None:
+                    report.episodes.append(record_key(record))
+            except LLMQuotaExceeded as error:
+                report.status, report.error = "paused", f"LLM quota exhausted: {error}"
+                break
+            except GraphUnavailable:
+                raise
+            except (LLMError, QueryFailed, ValueError) as error:
+                ctx.counts["episodes_failed"] += 1
+                report.failures.append(
+                    {"index": index, "reason": f"{type(error).__name__}: {error}"[:500]}
+                )
+                logger.warning("episode %s of %s failed: %s", index, job, error)
+            await _progress(ctx, job, index + 1, total, llm)
+    finally:
+        for unused in ctx.ahead.values():  # the job stopped early
+            unused.cancel()
     await index_facts(ctx)
     await index_passages(ctx)
     report.counts = _counts(ctx, llm)
