@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from surrealdb.data.types.record_id import RecordID
 
 from kgapp.graph import jobs, schema
 from kgapp.graph.embeddings import local_embedder
@@ -15,6 +16,7 @@ from kgapp.graph.ingest.chunking import count_tokens, passage_units
 from kgapp.graph.ingest.model import EpisodeInput
 from kgapp.graph.ingest.pipeline import ingest_job
 from kgapp.graph.ingest.service import episodes_remove
+from kgapp.graph.search.index import unit_vectors
 from kgapp.graph.search.query import (
     QueryRequest,
     _entity_line,
@@ -291,3 +293,23 @@ async def test_a_first_of_the_month_named_as_a_day_is_shown_as_that_day(raw_name
     text = await ask(store, "naive", "What did Joanna watch? When is she moving house?")
     assert "Joanna: I watched the whole trilogy last night! [refers to 1 May 2022]" in text
     assert "Joanna: I am moving house next month. [refers to June 2022]" in text
+
+
+async def test_the_unit_vector_cache_keeps_tenants_apart(raw_namespace) -> None:
+    # Two tenants holding the same episode (the same key: same content, same time), each
+    # with vectors of its own: each reads its own, before and after the other is cached.
+    stores = []
+    for value in (1.0, -1.0):
+        store = await raw_namespace()
+        await schema.migrate(store, schema.load_migrations(SCHEMA), embedding_dim=3)
+        await store.query(
+            "CREATE episode:same SET content = 'Nora: hi', content_hash = 'h';"
+            "CREATE episode_units:same SET episode = episode:same, vectors = $vectors;",
+            {"vectors": [[value, 0.0, 0.0]]},
+        )
+        stores.append(store)
+    episode = RecordID("episode", "same")
+    for _ in range(2):
+        first, second = [await unit_vectors(s, [episode]) for s in stores]
+        assert first["episode:same"].tolist() == [[1.0, 0.0, 0.0]]
+        assert second["episode:same"].tolist() == [[-1.0, 0.0, 0.0]]

@@ -35,7 +35,7 @@ from kgapp.graph.llm.client import LLMClient
 from kgapp.graph.llm.prompts import query as prompt
 from kgapp.graph.records import record_key
 from kgapp.graph.search.analyzer import terms
-from kgapp.graph.search.index import Postings
+from kgapp.graph.search.index import Postings, unit_vectors
 from kgapp.graph.search.service import (
     Hit,
     Indexes,
@@ -276,14 +276,11 @@ async def _passages(
         )
         for row in dated or []:
             episodes.setdefault(record_key(row["id"]), row)
-    rows = (
-        await store.query_one(
-            queries.EPISODE_UNIT_VECTORS, {"episodes": [e["id"] for e in episodes.values()]}
-        )
+    vectors = (
+        await unit_vectors(store, [e["id"] for e in episodes.values()])
         if episodes and found.vector is not None
-        else None
+        else {}
     )
-    vectors = {record_key(row["episode"]): row["vectors"] for row in rows or []}
     return Passages(request.question, list(episodes.values()), vectors, found.vector, period)
 
 
@@ -473,7 +470,7 @@ class Passages:
         self,
         question: str,
         episodes: list[dict[str, Any]],
-        vectors: dict[str, list[list[float]]] | None = None,
+        vectors: dict[str, np.ndarray] | None = None,
         question_vector: list[float] | None = None,
         period: tuple[datetime, datetime] | None = None,
     ) -> None:
@@ -525,16 +522,16 @@ class Passages:
                 scores[row - 1] += NEIGHBOUR_SHARE * own[row]
         return scores
 
-    def _cosines(self, vectors: dict[str, list[list[float]]], question: list[float]) -> np.ndarray:
+    def _cosines(self, vectors: dict[str, np.ndarray], question: list[float]) -> np.ndarray:
         """Cosine of each unit with the question; -1 where its episode has no vectors
-        (not indexed yet, or indexed from other units)."""
+        (not indexed yet, indexed from other units, or by another embedding model)."""
         wanted = np.asarray(question, dtype=np.float32)
         by_episode: dict[int, np.ndarray] = {}
         for number, episode in enumerate(self.episodes):
             own = vectors.get(record_key(episode["id"]))
             units = passage_units(str(episode.get("source") or ""), str(episode["content"] or ""))
-            if own and len(own) == len(units):
-                by_episode[number] = np.asarray(own, dtype=np.float32) @ wanted
+            if own is not None and own.shape == (len(units), len(wanted)):
+                by_episode[number] = own @ wanted
         found = np.full(len(self.units), -1.0)
         for row, unit in enumerate(self.units):
             if unit.episode in by_episode:
