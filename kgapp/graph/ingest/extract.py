@@ -26,7 +26,7 @@ from kgapp.graph.records import record_key
 
 async def extract(ctx: IngestContext, work: EpisodeWork) -> None:
     episode = work.input
-    speakers, screened_text = _speakers_and_text(episode)
+    _, screened_text = _speakers_and_text(episode)
     screening = screen_text(screened_text)
     if screening.flagged:
         work.screened_out = screening.reasons
@@ -35,7 +35,7 @@ async def extract(ctx: IngestContext, work: EpisodeWork) -> None:
         ctx.notes.append(f"{record_key(work.record)} stored but not extracted: {reasons}")
         return
     if ctx.llm is None:
-        offline = await _extract_offline(ctx, work, speakers)
+        offline = await _extract_offline(ctx, work)
         if offline is None:
             return
         extraction = offline
@@ -101,25 +101,17 @@ def _ahead_key(episode: EpisodeInput) -> str:
     return f"{episode.reference_time.isoformat()}|{episode.chunk_index}|{episode.content}"
 
 
-async def _extract_offline(
-    ctx: IngestContext, work: EpisodeWork, speakers: tuple[str, ...]
-) -> Extraction | None:
-    """The offline extractor's answer; None when it cannot run: the episode is then
-    stored unextracted, and the reason noted once per job."""
+async def _extract_offline(ctx: IngestContext, work: EpisodeWork) -> Extraction | None:
+    """The offline extractor's answer, started ahead or now (parsing is CPU work: off the
+    event loop that serves every tenant's queries); None when it cannot run: the
+    episode is then stored unextracted, and the reason noted once per job."""
     extractor = ctx.extractor or OfflineExtractor(DEFAULT_MODEL)
+    extract_ahead(ctx, work.input)  # nothing when it was started ahead
     ahead = ctx.ahead.pop(_ahead_key(work.input), None)
-    if ahead is not None or extractor.available:
+    if ahead is not None:
         with ctx.timings.measure("extract"):
             try:
-                if ahead is not None:
-                    return cast(Extraction, await ahead)
-                # Parsing is CPU work: off the event loop that serves every tenant's queries.
-                return await asyncio.to_thread(
-                    extractor.extract,
-                    visible_text(work.input.content),
-                    reference_time=work.input.reference_time,
-                    speakers=speakers,
-                )
+                return cast(Extraction, await ahead)
             except ExtractorUnavailable:
                 pass  # it failed to load: `problem` now says why
     ctx.counts["episodes_not_extracted"] += 1

@@ -300,8 +300,7 @@ def _bearing(question: str, texts: list[str]) -> list[int]:
     for row, text in enumerate(texts):
         postings.add(row, text)
     scores = postings.scores(wanted, len(texts))
-    order = sorted(range(len(texts)), key=lambda r: (-scores[r], r))
-    return [row for row in order if scores[row] > 0]
+    return [row for row in _best_first(scores) if scores[row] > 0]
 
 
 def _round_robin(first: list[dict[str, Any]], second: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -319,24 +318,22 @@ def _entity_summaries(
     section says (`said`); with a question, only the sentences that bear on it, weighed
     among the sentences of all the entities (a name most of them share, the speaker's
     say, tells nothing), all of them when it asks about the entities as a whole."""
-    own: dict[str, list[str]] = {}
+    # (statement, sentence) pairs: what a sentence says, as the analyzer reads it.
+    own: dict[str, list[tuple[str, str]]] = {}
     for entity in entities:
-        sentences = own.setdefault(record_key(entity["id"]), [])
+        said_here = own.setdefault(record_key(entity["id"]), [])
         seen = set(said)
         for sentence in split_sentences(str(entity.get("summary") or "")):
             statement = _statement(sentence)
             if statement and statement not in seen:
-                sentences.append(sentence)
+                said_here.append((statement, sentence))
                 seen.add(statement)
     if question:
         # Each statement once, however many entities' summaries say it.
-        pooled = list({_statement(s): s for sentences in own.values() for s in sentences}.values())
-        bearing = {_statement(pooled[row]) for row in _bearing(question, pooled)}
-        own = {
-            key: [s for s in sentences if _statement(s) in bearing]
-            for key, sentences in own.items()
-        }
-    return {key: " ".join(sentences) for key, sentences in own.items()}
+        pooled = list(dict(pair for pairs in own.values() for pair in pairs).items())
+        bearing = {pooled[row][0] for row in _bearing(question, [s for _, s in pooled])}
+        own = {key: [p for p in pairs if p[0] in bearing] for key, pairs in own.items()}
+    return {key: " ".join(sentence for _, sentence in pairs) for key, pairs in own.items()}
 
 
 def _entity_line(entity: dict[str, Any], summary: str) -> str:
@@ -477,9 +474,11 @@ class Passages:
         self.episodes = episodes
         self.units: list[_Unit] = []
         seen: set[str] = set()
+        self.counts: list[int] = []  # each episode's passage units
         for number, episode in enumerate(episodes):
             position = 0
             own = passage_units(str(episode.get("source") or ""), str(episode["content"] or ""))
+            self.counts.append(len(own))
             for index, text in enumerate(own):
                 folded = " ".join(text.split()).casefold()
                 if folded in seen:  # the overlap of consecutive chunks of a document
@@ -529,8 +528,7 @@ class Passages:
         by_episode: dict[int, np.ndarray] = {}
         for number, episode in enumerate(self.episodes):
             own = vectors.get(record_key(episode["id"]))
-            units = passage_units(str(episode.get("source") or ""), str(episode["content"] or ""))
-            if own is not None and own.shape == (len(units), len(wanted)):
+            if own is not None and own.shape == (self.counts[number], len(wanted)):
                 by_episode[number] = own @ wanted
         found = np.full(len(self.units), -1.0)
         for row, unit in enumerate(self.units):
