@@ -29,6 +29,11 @@ class UniqueViolation(QueryFailed):
     concurrent writer: the writer should re-read and retry."""
 
 
+class WriteConflict(GraphError):
+    """A write kept conflicting with concurrent writers, or with what was written before;
+    the caller may retry it."""
+
+
 class NotFound(GraphError):
     """The record asked for does not exist in this tenant's graph."""
 

@@ -371,6 +371,8 @@ EPISODES_OF_DOCUMENT = "SELECT VALUE id FROM episode WHERE document = $document;
 
 FACT_GET = "SELECT * OMIT fact_embedding FROM ONLY $id;"
 
+FACTS_OF_EPISODE = "SELECT * OMIT fact_embedding FROM relates_to WHERE episodes CONTAINS $id;"
+
 # Removing episodes, and what only they supported. A fact whose every episode goes is
 # deleted; a revision it caused is undone (the fact it ended is current again); an
 # entity left with no mention and no fact is deleted with its aliases.

@@ -9,7 +9,14 @@ from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
 from ninja import NinjaAPI
 
-from kgapp.graph.errors import GraphError, GraphUnavailable, InvalidRecordId, NotFound
+from kgapp.graph.errors import (
+    GraphError,
+    GraphUnavailable,
+    InvalidRecordId,
+    NotFound,
+    UniqueViolation,
+    WriteConflict,
+)
 from kgapp.graph.search.service import RerankerUnavailable
 from kgapp.web.auth import API_AUTH
 from kgapp.web.enqueue import QueueUnavailable
@@ -70,6 +77,19 @@ def _unprocessable(request: HttpRequest, error: GraphError) -> HttpResponse:
 @api.exception_handler(NotFound)
 def _not_found(request: HttpRequest, error: GraphError) -> HttpResponse:
     return _error(request, 404, str(error))
+
+
+@api.exception_handler(WriteConflict)
+@api.exception_handler(UniqueViolation)
+def _conflict(request: HttpRequest, error: GraphError) -> HttpResponse:
+    detail = (
+        str(error)
+        if isinstance(error, WriteConflict)
+        else "The change conflicted with a concurrent change to the same records; retry it."
+    )
+    response = _error(request, 409, detail)
+    response["Retry-After"] = "1"
+    return response
 
 
 @api.exception_handler(ValidationError)

@@ -110,10 +110,11 @@ async def test_ambiguous_entity_is_decided_in_one_batched_call(graph, llm) -> No
 
 async def works_at(store, person, company):
     """A fact added by hand: resolution runs as for extracted facts, with no model."""
-    return await fact_add(
+    added = await fact_add(
         store, source=(person, "Person"), relation="WORKS_AT", target=(company, "Organization"),
         fact=f"{person} works at {company}.", valid_at=ACME.reference_time, invalid_at=None,
         confidence=0.9, embedder=local_embedder(), created_by="test")
+    return added.fact
 
 
 async def test_without_a_model_the_ambiguous_pair_goes_to_review(graph) -> None:

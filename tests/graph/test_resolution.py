@@ -73,11 +73,12 @@ async def test_an_automatic_merge_is_recorded_and_undone(graph) -> None:
     embedder = local_embedder()
 
     async def add(person: str, company: str) -> dict:
-        return await fact_add(
+        added = await fact_add(
             graph, source=(person, "Person"), relation="WORKS_AT",
             target=(company, "Organization"), fact=f"{person} works at {company}.",
             valid_at=JAN, invalid_at=None, confidence=0.9, embedder=embedder, created_by="t",
         )
+        return added.fact
 
     await add("Erin Cole", "Initech LLC")
     frank = await add("Frank Diaz", "Initech")
@@ -110,3 +111,34 @@ async def test_an_automatic_merge_is_recorded_and_undone(graph) -> None:
     assert gina == ["Initech"]
     with pytest.raises(curation.CurationRefused):
         await curation.undo(graph, entry["id"], actor="carol")
+
+
+async def test_concurrent_posts_of_facts_about_the_same_entities_all_land(graph) -> None:
+    """Writers racing on the same entities conflict inside SurrealDB; fact_add re-reads
+    and retries, so every fact lands once and no entity is doubled."""
+    import asyncio
+
+    from kgapp.graph.errors import WriteConflict
+
+    embedder = local_embedder()
+
+    async def post(index: int):
+        try:
+            return await fact_add(
+                graph, source=("Dana Reyes", "Person"), relation="VISITED",
+                target=(f"City {index % 5}", "Location"), fact=None,
+                valid_at=datetime(2024, 1, 1 + index, tzinfo=UTC), invalid_at=None,
+                confidence=0.9, embedder=embedder, created_by="t",
+            )
+        except WriteConflict as conflict:  # allowed: the API answers 409 + Retry-After
+            return conflict
+
+    outcomes = await asyncio.gather(*(post(i) for i in range(24)))
+    conflicts = [o for o in outcomes if isinstance(o, WriteConflict)]
+    assert len(conflicts) <= 2, conflicts
+    names = await graph.query_one("SELECT VALUE name FROM entity")
+    assert sorted(names) == ["City 0", "City 1", "City 2", "City 3", "City 4", "Dana Reyes"]
+    episodes = await graph.query_one("SELECT VALUE id FROM episode")
+    assert len(episodes) == 24 - len(conflicts)
+    again = await post(3)
+    assert not isinstance(again, WriteConflict) and again.created is False

@@ -85,7 +85,13 @@ def test_fact_triplet_supersedes_by_rule(editor) -> None:
     again = post_json(client, f"{base}/facts", {
         "source": {"name": "Bob"}, "relation": "WORKS_AT", "target": {"name": "Beta Inc"},
         "valid_at": "2024-07-01T00:00:00Z"})
-    assert again.status_code == 201 and again.json()["id"] == beta.json()["id"]
+    assert again.status_code == 200 and again.json()["id"] == beta.json()["id"]
+    # The very same post again (names, relation, valid_at): the fact recorded, unchanged.
+    repeat = post_json(client, f"{base}/facts", {
+        "source": {"name": "Bob"}, "relation": "WORKS_AT", "target": {"name": "Beta Inc"},
+        "valid_at": "2024-07-01T00:00:00Z"})
+    assert repeat.status_code == 200, repeat.content
+    assert repeat.json() == again.json()
     bad = post_json(client, f"{base}/facts", {
         "source": {"name": "X"}, "relation": "R", "target": {"name": "X"}})
     assert bad.status_code == 422 and "two different entities" in bad.json()["detail"]

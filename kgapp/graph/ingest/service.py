@@ -3,8 +3,10 @@ directly, delete what was ingested. All bound to one tenant's store."""
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
-from dataclasses import asdict
+import random
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -12,7 +14,7 @@ from surrealdb.data.types.record_id import RecordID
 
 from kgapp.graph import jobs, queries
 from kgapp.graph.embeddings import Embedder
-from kgapp.graph.errors import GraphError, NotFound
+from kgapp.graph.errors import GraphError, NotFound, UniqueViolation, WriteConflict
 from kgapp.graph.ingest.chunking import chunk_text, group_messages
 from kgapp.graph.ingest.documents import Message, ParsedDocument, format_messages
 from kgapp.graph.ingest.extract import drafts_from, parse_when
@@ -230,6 +232,15 @@ def _episode_from_params(params: dict[str, Any]) -> EpisodeInput:
 # --- facts directly ----------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class FactAdded:
+    fact: dict[str, Any]
+    created: bool  # False: the fact was known already (posted again, or a duplicate)
+
+
+FACT_ADD_ATTEMPTS = 4
+
+
 async def fact_add(
     store: TenantStore,
     *,
@@ -242,9 +253,11 @@ async def fact_add(
     confidence: float,
     embedder: Embedder,
     created_by: str | None,
-) -> dict[str, Any]:
+) -> FactAdded:
     """A triplet added by hand, resolved and superseding exactly as extracted facts are.
-    It is recorded with an episode of source `json` for provenance."""
+    It is recorded with an episode of source `json` for provenance, whose id follows from
+    its content: posting the same fact again gives back the one recorded. A write that
+    conflicts with a concurrent one is re-read and retried; WriteConflict after that."""
     now = datetime.now(UTC)
     sentence = fact or f"{source[0]} {relation} {target[0]}"
     extraction = Extraction(
@@ -271,20 +284,47 @@ async def fact_add(
         reference_time=valid_at or now,
         source_description=f"fact added through the API by {created_by or 'unknown'}",
     )
-    ctx = await ingest_context(store, embedder=embedder, llm=None)
-    work = EpisodeWork(
-        input=episode,
-        record=episode_record(episode, content_hash(episode.content)),
-        content_hash=content_hash(episode.content),
-        extraction=extraction,
+    digest = content_hash(episode.content)
+    record = episode_record(episode, digest)
+    for attempt in range(FACT_ADD_ATTEMPTS):
+        existing = await _fact_of_episode(store, record)
+        if existing is not None:
+            return FactAdded(existing, created=False)
+        ctx = await ingest_context(store, embedder=embedder, llm=None)
+        work = EpisodeWork(input=episode, record=record, content_hash=digest, extraction=extraction)
+        drafts_from(ctx, work, extraction)
+        if not work.facts:
+            raise ValueError("the fact needs two different entities")
+        try:
+            await resolve_and_persist(ctx, work)
+        except UniqueViolation:
+            if attempt == FACT_ADD_ATTEMPTS - 1:
+                break
+            await asyncio.sleep(random.uniform(0.02, 0.1) * 2**attempt)
+            continue
+        draft = work.facts[0]
+        new = draft.duplicate_of is None
+        added = draft.record if new else draft.duplicate_of["id"]
+        return FactAdded(to_json(await store.query_one(queries.FACT_GET, {"id": added})), new)
+    raise WriteConflict(
+        "the fact conflicted with concurrent writes to the same entities; retry it"
     )
-    drafts_from(ctx, work, extraction)
-    if not work.facts:
-        raise ValueError("the fact needs two different entities")
-    await resolve_and_persist(ctx, work)
-    draft = work.facts[0]
-    record = draft.record if draft.duplicate_of is None else draft.duplicate_of["id"]
-    return to_json(await store.query_one(queries.FACT_GET, {"id": record}))
+
+
+async def _fact_of_episode(store: TenantStore, episode: RecordID) -> dict[str, Any] | None:
+    """The fact an API episode recorded, if that episode exists. Its fact may have been
+    deleted or merged away since: that is a conflict, not a new fact."""
+    exists, facts = await store.query(
+        queries.RECORD_EXISTS + queries.FACTS_OF_EPISODE, {"id": episode}
+    )
+    if not exists:
+        return None
+    if not facts:
+        raise WriteConflict(
+            "this exact fact was posted before and its record has since been deleted or"
+            " merged; change valid_at to post it again"
+        )
+    return to_json(facts[0])
 
 
 # --- deleting ----------------------------------------------------------------------------

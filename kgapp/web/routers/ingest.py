@@ -186,14 +186,19 @@ def document_delete(request: HttpRequest, tenant: str, document_id: str) -> Any:
     return tenant_graph(access.tenant).run(service.document_delete, record)
 
 
-@router.post("/t/{tenant}/facts", response={201: FactOut, 422: ErrorOut, **DENIED})
+@router.post(
+    "/t/{tenant}/facts",
+    response={200: FactOut, 201: FactOut, 409: ErrorOut, 422: ErrorOut, **DENIED},
+)
 def fact_add(request: HttpRequest, tenant: str, payload: FactIn) -> Status[dict[str, Any]]:
-    """Add a fact as a triplet; resolution and supersession apply as for extracted facts."""
+    """Add a fact as a triplet; resolution and supersession apply as for extracted facts.
+    201: a new fact. 200: the fact was known (posted again, or stated before) and is
+    given back, with this post as one more piece of its provenance when it is new."""
     access = tenant_access(request.user, tenant, Role.EDITOR)
     if payload.valid_at and payload.invalid_at and payload.invalid_at <= payload.valid_at:
         raise HttpError(422, "invalid_at must be after valid_at")
     try:
-        fact = tenant_graph(access.tenant).run(
+        added = tenant_graph(access.tenant).run(
             service.fact_add,
             source=(payload.source.name, payload.source.type),
             relation=payload.relation,
@@ -207,7 +212,7 @@ def fact_add(request: HttpRequest, tenant: str, payload: FactIn) -> Status[dict[
         )
     except ValueError as error:
         raise HttpError(422, str(error)) from error
-    return Status(201, FactOut.of(fact))
+    return Status(201 if added.created else 200, FactOut.of(added.fact))
 
 
 @router.get("/t/{tenant}/ontology", response={200: OntologyIO, **DENIED})
