@@ -7,6 +7,11 @@ from kgapp.web.api import api
 
 urlpatterns = [
     path("", views.home, name="home"),
+    path(
+        "invitations/<int:invitation_id>/<str:answer>",
+        views.invitation_answer,
+        name="invitation-answer",
+    ),
     path("t/<str:slug>/", views.tenant_home, name="tenant-home"),
     path("t/<str:slug>/explore", views.explore, name="explore"),
     path("t/<str:slug>/uploads", views.uploads, name="uploads"),

@@ -4,18 +4,69 @@ from __future__ import annotations
 
 from typing import Any
 
+from django import forms
 from django.contrib import admin, messages
+from django.core.exceptions import ValidationError
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from tenants import services
-from tenants.models import ApiToken, Membership, Tenant
+from tenants.models import ApiToken, Invitation, Membership, Role, Tenant
+
+LAST_OWNER = "{tenant} would have no owner left: make another member owner first."
+
+
+class MembershipFormSet(forms.BaseInlineFormSet):
+    """The tenant page's member rows: the tenant must keep an owner."""
+
+    def clean(self) -> None:
+        super().clean()
+        tenant = self.instance
+        if tenant.pk is None or any(self.errors):
+            return
+        kept = [
+            form.cleaned_data
+            for form in self.forms
+            if form.cleaned_data and not form.cleaned_data.get("DELETE")
+        ]
+        gone = [
+            row.instance.user_id
+            for row in self.forms
+            if row.instance.pk and row.initial.get("role") == Role.OWNER
+        ]
+        if any(row.get("role") == Role.OWNER and row.get("user") for row in kept):
+            return
+        if not services.owners_left(tenant, without=gone):
+            raise ValidationError(LAST_OWNER.format(tenant=tenant.slug))
 
 
 class MembershipInline(admin.TabularInline):
     model = Membership
+    formset = MembershipFormSet
     extra = 1
     autocomplete_fields = ["user"]
+
+
+class MembershipForm(forms.ModelForm):
+    """One membership: demoting or moving a tenant's only owner is refused."""
+
+    class Meta:
+        model = Membership
+        fields = ["user", "tenant", "role"]
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        before = self.instance
+        if before.pk is None or self.initial.get("role") != Role.OWNER:
+            return data
+        unchanged = (
+            data.get("role") == Role.OWNER
+            and data.get("user") == before.user
+            and data.get("tenant") == before.tenant
+        )
+        if not unchanged and not services.owners_left(before.tenant, without=[before.user_id]):
+            raise ValidationError(LAST_OWNER.format(tenant=before.tenant.slug))
+        return data
 
 
 @admin.register(Tenant)
@@ -58,9 +109,40 @@ class TenantAdmin(admin.ModelAdmin):
 
 @admin.register(Membership)
 class MembershipAdmin(admin.ModelAdmin):
+    form = MembershipForm
     list_display = ["user", "tenant", "role", "created_at"]
     list_filter = ["role", "tenant"]
     autocomplete_fields = ["user", "tenant"]
+
+    def get_deleted_objects(self, objs: Any, request: HttpRequest) -> Any:
+        """Deleting every owner of a tenant is refused on the confirmation page (the
+        admin lists them as protected), for one membership and for the bulk action."""
+        deleted, counts, perms_needed, protected = super().get_deleted_objects(objs, request)
+        owners: dict[Tenant, list[Membership]] = {}
+        for membership in objs:
+            if membership.role == Role.OWNER:
+                owners.setdefault(membership.tenant, []).append(membership)
+        for tenant, going in owners.items():
+            if not services.owners_left(tenant, without=[m.user_id for m in going]):
+                protected = [
+                    *protected,
+                    *(f"{m} ({LAST_OWNER.format(tenant=tenant.slug)})" for m in going),
+                ]
+        return deleted, counts, perms_needed, protected
+
+
+@admin.register(Invitation)
+class InvitationAdmin(admin.ModelAdmin):
+    list_display = ["username", "tenant", "role", "invited_by", "created_at"]
+    list_filter = ["role", "tenant"]
+    search_fields = ["username"]
+    autocomplete_fields = ["tenant"]
+    readonly_fields = ["invited_by", "created_at"]
+
+    def save_model(self, request: HttpRequest, obj: Invitation, form: Any, change: bool) -> None:
+        if not change:
+            obj.invited_by = request.user
+        super().save_model(request, obj, form, change)
 
 
 @admin.register(ApiToken)

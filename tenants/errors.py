@@ -17,3 +17,15 @@ class TenantNotFound(TenantAccessError):
 
 class RoleRequired(TenantAccessError):
     status = 403
+
+
+class LastOwner(TenantAccessError):
+    """The change would leave the tenant with no owner."""
+
+    status = 409
+
+
+class InvitationNotFound(TenantAccessError):
+    """No such invitation for this user (someone else's looks the same)."""
+
+    status = 404

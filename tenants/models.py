@@ -70,6 +70,31 @@ class Membership(models.Model):
         return f"{self.user} in {self.tenant.slug} as {self.role}"
 
 
+class Invitation(models.Model):
+    """An owner's offer of a role, by username, until that user accepts or declines.
+
+    Adding a member always goes through one, whether or not the username exists, so
+    an owner cannot learn from the answer (or from the member list) which usernames
+    are taken."""
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="invitations")
+    username = models.CharField(max_length=150)
+    role = models.CharField(max_length=16, choices=Role.choices, default=Role.VIEWER)
+    invited_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["tenant", "username"], name="one_invitation_per_name")
+        ]
+        ordering = ["tenant__slug", "username"]
+
+    def __str__(self) -> str:
+        return f"{self.username} invited to {self.tenant.slug} as {self.role}"
+
+
 class ApiToken(models.Model):
     """A bearer token. Only its SHA-256 digest is stored; the secret is shown once."""
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import QuerySet
 
-from tenants.models import ApiToken, Membership, Role, Tenant
+from tenants.models import ApiToken, Invitation, Membership, Role, Tenant
 
 CURATING = [role.value for role in Role if role.rank >= Role.CURATOR.rank]
 
@@ -27,6 +27,19 @@ def curatable_tenants(user: AbstractBaseUser) -> QuerySet[Tenant]:
 
 def memberships_of_tenant(tenant: Tenant) -> QuerySet[Membership]:
     return Membership.objects.filter(tenant=tenant).select_related("user")
+
+
+def invitations_of_tenant(tenant: Tenant) -> QuerySet[Invitation]:
+    return Invitation.objects.filter(tenant=tenant)
+
+
+def invitations_of_user(user: AbstractBaseUser) -> QuerySet[Invitation]:
+    """The invitations addressed to `user`'s username, oldest first."""
+    return (
+        Invitation.objects.filter(username=user.get_username())
+        .select_related("tenant", "invited_by")
+        .order_by("created_at")
+    )
 
 
 def tokens_of_user(user: AbstractBaseUser) -> QuerySet[ApiToken]:

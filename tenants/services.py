@@ -8,6 +8,7 @@ import secrets
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.validators import UnicodeUsernameValidator
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
@@ -15,8 +16,9 @@ from django.utils import timezone
 from kgapp.graph import namespaces, schema
 from tenants import events
 from tenants.access import check_slug
+from tenants.errors import InvitationNotFound, LastOwner
 from tenants.graph import graph_runtime, migrations, tenant_graph
-from tenants.models import ApiToken, Membership, Role, Tenant
+from tenants.models import ApiToken, Invitation, Membership, Role, Tenant
 
 logger = logging.getLogger(__name__)
 
@@ -71,18 +73,103 @@ def tenant_delete(*, tenant: Tenant, confirm: str) -> None:
 
 
 def membership_set(*, tenant: Tenant, user: AbstractBaseUser, role: Role) -> Membership:
-    membership, _ = Membership.objects.update_or_create(
-        tenant=tenant, user=user, defaults={"role": role}
-    )
+    """Give `user` `role` in the tenant (staff, fixtures, accepted invitations). Refuses
+    (LastOwner) to demote the tenant's only owner."""
+    with transaction.atomic():
+        _lock(tenant)
+        if role != Role.OWNER:
+            _keep_an_owner(tenant, user)
+        membership, _ = Membership.objects.update_or_create(
+            tenant=tenant, user=user, defaults={"role": role}
+        )
     return membership
 
 
 def membership_remove(*, tenant: Tenant, user: AbstractBaseUser) -> bool:
-    """Remove the user from the tenant; their open sockets of it are closed."""
-    deleted, _ = Membership.objects.filter(tenant=tenant, user=user).delete()
+    """Remove the user from the tenant; their open sockets of it are closed. Refuses
+    (LastOwner) to remove the tenant's only owner."""
+    with transaction.atomic():
+        _lock(tenant)
+        _keep_an_owner(tenant, user)
+        deleted, _ = Membership.objects.filter(tenant=tenant, user=user).delete()
     if deleted:
         events.send_access_revoked(namespace=tenant.namespace, user_id=user.pk)
     return bool(deleted)
+
+
+def owners_left(tenant: Tenant, *, without: list[int]) -> bool:
+    """Whether the tenant keeps an owner once the users `without` are owners no more.
+    A tenant that has no owner now (staff made it without one) has nothing to keep."""
+    owners = Membership.objects.filter(tenant=tenant, role=Role.OWNER)
+    return not owners.exists() or owners.exclude(user__in=without).exists()
+
+
+def _keep_an_owner(tenant: Tenant, user: AbstractBaseUser) -> None:
+    if not owners_left(tenant, without=[user.pk]):
+        raise LastOwner(
+            f"{user.get_username()!r} is the only owner of {tenant.slug!r}: make another"
+            " member owner first (or delete the tenant)"
+        )
+
+
+def _lock(tenant: Tenant) -> None:
+    """Serialise membership changes of one tenant (two owners demoting each other)."""
+    Tenant.objects.select_for_update().filter(pk=tenant.pk).first()
+
+
+def member_invite(
+    *, tenant: Tenant, username: str, role: Role, invited_by: AbstractBaseUser
+) -> Membership | Invitation:
+    """Change a member's role, or invite `username` to the tenant.
+
+    Whether a user of that name exists is never looked up here: a non-member gets an
+    invitation (accepted with `invitation_accept`), so the answer and the member list
+    are the same for a taken and a free username."""
+    UnicodeUsernameValidator()(username)
+    with transaction.atomic():
+        _lock(tenant)
+        membership = (
+            Membership.objects.filter(tenant=tenant, user__username=username)
+            .select_related("user")
+            .first()
+        )
+        if membership is not None:
+            return membership_set(tenant=tenant, user=membership.user, role=role)
+        invitation, _ = Invitation.objects.update_or_create(
+            tenant=tenant, username=username, defaults={"role": role, "invited_by": invited_by}
+        )
+    return invitation
+
+
+def member_uninvite(*, tenant: Tenant, username: str) -> bool:
+    deleted, _ = Invitation.objects.filter(tenant=tenant, username=username).delete()
+    return bool(deleted)
+
+
+def invitation_accept(*, invitation_id: int, user: AbstractBaseUser) -> Membership:
+    """`user` joins with the role they were invited to (a member already keeps theirs)."""
+    with transaction.atomic():
+        invitation = _invitation_of(invitation_id, user)
+        membership, _ = Membership.objects.get_or_create(
+            tenant=invitation.tenant, user=user, defaults={"role": invitation.role}
+        )
+        invitation.delete()
+    return membership
+
+
+def invitation_decline(*, invitation_id: int, user: AbstractBaseUser) -> None:
+    _invitation_of(invitation_id, user).delete()
+
+
+def _invitation_of(invitation_id: int, user: AbstractBaseUser) -> Invitation:
+    invitation = (
+        Invitation.objects.select_related("tenant")
+        .filter(pk=invitation_id, username=user.get_username())
+        .first()
+    )
+    if invitation is None:
+        raise InvitationNotFound(f"you have no invitation {invitation_id}")
+    return invitation
 
 
 def token_create(*, user: AbstractBaseUser, name: str) -> tuple[ApiToken, str]:

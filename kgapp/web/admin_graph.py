@@ -13,6 +13,7 @@ from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
+from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
 from kgapp.graph import curation
@@ -318,9 +319,16 @@ def communities_rebuild(request: HttpRequest, slug: str) -> HttpResponse:
     access = _access(request, slug)
     job = enqueue.rebuild_communities(access.tenant, created_by=_actor(request))
     messages.success(request, f"Community detection queued as {job['id']} ({job['status']}).")
-    return HttpResponseRedirect(
-        request.POST.get("next") or reverse("admin:graph-facts", args=[slug])
-    )
+    return HttpResponseRedirect(_local(request, request.POST.get("next"), slug))
+
+
+def _local(request: HttpRequest, target: str | None, slug: str) -> str:
+    """`next` when it stays on this site, else the tenant's facts page (no open redirect)."""
+    if target and url_has_allowed_host_and_scheme(
+        target, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+    ):
+        return target
+    return reverse("admin:graph-facts", args=[slug])
 
 
 ROUTES = [

@@ -53,6 +53,18 @@ class MemberIn(Schema):
 class MemberOut(Schema):
     username: str
     role: RoleName
+    status: Literal["member", "invited"] = Field(
+        description="invited: asked to join, not yet accepted (whether or not the username exists)"
+    )
+    created_at: datetime
+
+
+class InvitationOut(Schema):
+    id: int
+    tenant: str = Field(description="the tenant's slug")
+    tenant_name: str
+    role: RoleName
+    invited_by: str | None
     created_at: datetime
 
 

@@ -3,18 +3,45 @@
 from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
+from django.urls import reverse
+from django.views.decorators.http import require_POST
 
 from kgapp.graph import stats
-from tenants import selectors
+from tenants import selectors, services
+from tenants.errors import TenantAccessError
 from tenants.graph import tenant_graph
+from tenants.middleware import error_page
 from tenants.models import Role
 
 
 @login_required
 def home(request: HttpRequest) -> HttpResponse:
-    return render(request, "home.html", {"tenants": selectors.tenants_of_user(request.user)})
+    return render(
+        request,
+        "home.html",
+        {
+            "tenants": selectors.tenants_of_user(request.user),
+            "invitations": selectors.invitations_of_user(request.user),
+        },
+    )
+
+
+@login_required
+@require_POST
+def invitation_answer(request: HttpRequest, invitation_id: int, answer: str) -> HttpResponse:
+    """Accept (then open the tenant) or decline an invitation from the home page."""
+    if answer not in ("accept", "decline"):
+        return error_page(request, 404, "answer an invitation with accept or decline")
+    try:
+        if answer == "accept":
+            membership = services.invitation_accept(invitation_id=invitation_id, user=request.user)
+            return HttpResponseRedirect(reverse("tenant-home", args=[membership.tenant.slug]))
+        services.invitation_decline(invitation_id=invitation_id, user=request.user)
+    except TenantAccessError as error:
+        return error_page(request, error.status, str(error))
+    return HttpResponseRedirect(reverse("home"))
 
 
 def tenant_home(request: HttpRequest, slug: str) -> HttpResponse:

@@ -71,11 +71,25 @@ def test_owner_manages_members(make_tenant, member, make_user, token_client) -> 
         data=json.dumps({"username": newcomer.username, "role": "editor"}),
         content_type="application/json",
     )
-    assert response.status_code == 200 and response.json()["role"] == "editor"
+    assert response.status_code == 202 and response.json()["status"] == "invited"
+    newcomer_api = token_client(newcomer)
+    assert newcomer_api.get(f"/api/v1/t/{tenant.slug}/").status_code == 404  # not yet joined
+    (invitation,) = newcomer_api.get("/api/v1/invitations").json()
+    assert invitation["tenant"] == tenant.slug and invitation["role"] == "editor"
+    joined = newcomer_api.post(f"/api/v1/invitations/{invitation['id']}/accept")
+    assert joined.status_code == 200 and joined.json()["role"] == "editor"
     names = {m["username"]: m["role"] for m in owner.get(f"/api/v1/t/{tenant.slug}/members").json()}
     assert names[newcomer.username] == "editor"
+    changed = owner.put(
+        f"/api/v1/t/{tenant.slug}/members",
+        data=json.dumps({"username": newcomer.username, "role": "curator"}),
+        content_type="application/json",
+    )
+    assert changed.status_code == 200 and changed.json() | {"created_at": None} == {
+        "username": newcomer.username, "role": "curator", "status": "member", "created_at": None
+    }
     assert owner.delete(f"/api/v1/t/{tenant.slug}/members/{newcomer.username}").status_code == 204
-    assert token_client(newcomer).get(f"/api/v1/t/{tenant.slug}/").status_code == 404
+    assert newcomer_api.get(f"/api/v1/t/{tenant.slug}/").status_code == 404
 
 
 def test_token_auth_and_revocation(make_tenant, member) -> None:

@@ -24,7 +24,7 @@ from kgapp.web.schemas import (
 from tenants import selectors, services
 from tenants.access import tenant_access
 from tenants.graph import tenant_graph
-from tenants.models import Role
+from tenants.models import Invitation, Membership, Role
 
 router = Router(tags=["tenant"])
 DENIED = {400: ErrorOut, 403: ErrorOut, 404: ErrorOut, 503: ErrorOut}
@@ -56,32 +56,59 @@ def tenant_detail(request: HttpRequest, tenant: str) -> dict[str, Any]:
 
 @router.get("/t/{tenant}/members", response={200: list[MemberOut], **DENIED})
 def member_list(request: HttpRequest, tenant: str) -> list[dict[str, Any]]:
+    """Members, then the usernames invited and not yet joined."""
     access = tenant_access(request.user, tenant)
-    return [
-        {"username": m.user.username, "role": m.role, "created_at": m.created_at}
-        for m in selectors.memberships_of_tenant(access.tenant)
-    ]
+    members = selectors.memberships_of_tenant(access.tenant)
+    invited = selectors.invitations_of_tenant(access.tenant)
+    return [_member(m) for m in members] + [_member(i) for i in invited]
 
 
-@router.put("/t/{tenant}/members", response={200: MemberOut, 422: ErrorOut, **DENIED})
-def member_set(request: HttpRequest, tenant: str, payload: MemberIn) -> dict[str, Any]:
-    """Add a member or change their role (owner)."""
+@router.put(
+    "/t/{tenant}/members",
+    response={200: MemberOut, 202: MemberOut, 409: ErrorOut, 422: ErrorOut, **DENIED},
+)
+def member_set(request: HttpRequest, tenant: str, payload: MemberIn) -> Status[dict[str, Any]]:
+    """Change a member's role (200), or invite a username (202, the same answer whether
+    or not such a user exists: they join when they accept). Owner."""
     access = tenant_access(request.user, tenant, Role.OWNER)
-    user = get_user_model().objects.filter(username=payload.username).first()
-    if user is None:
-        raise HttpError(422, f"no user {payload.username!r}")
-    m = services.membership_set(tenant=access.tenant, user=user, role=Role(payload.role))
-    return {"username": user.username, "role": m.role, "created_at": m.created_at}
+    done = services.member_invite(
+        tenant=access.tenant,
+        username=payload.username,
+        role=Role(payload.role),
+        invited_by=request.user,
+    )
+    return Status(202 if isinstance(done, Invitation) else 200, _member(done))
 
 
-@router.delete("/t/{tenant}/members/{username}", response={204: None, **DENIED})
+@router.delete("/t/{tenant}/members/{username}", response={204: None, 409: ErrorOut, **DENIED})
 def member_remove(request: HttpRequest, tenant: str, username: str) -> Status[None]:
-    """Remove a member (owner); their open explorer sockets are closed."""
+    """Remove a member or withdraw an invitation (owner); a removed member's open
+    explorer sockets are closed. The only owner cannot be removed (409)."""
     access = tenant_access(request.user, tenant, Role.OWNER)
-    user = get_user_model().objects.filter(username=username).first()
-    if user is None or not services.membership_remove(tenant=access.tenant, user=user):
-        raise HttpError(404, f"{username!r} is not a member of {tenant!r}")
+    user = get_user_model().objects.filter(
+        username=username, memberships__tenant=access.tenant
+    ).first()
+    if user is not None:
+        services.membership_remove(tenant=access.tenant, user=user)
+    elif not services.member_uninvite(tenant=access.tenant, username=username):
+        raise HttpError(404, f"{username!r} is neither a member of nor invited to {tenant!r}")
     return Status(204, None)
+
+
+def _member(row: Membership | Invitation) -> dict[str, Any]:
+    if isinstance(row, Invitation):
+        return {
+            "username": row.username,
+            "role": row.role,
+            "status": "invited",
+            "created_at": row.created_at,
+        }
+    return {
+        "username": row.user.get_username(),
+        "role": row.role,
+        "status": "member",
+        "created_at": row.created_at,
+    }
 
 
 @router.post("/t/{tenant}/jobs/health-check", response={202: JobQueuedOut, **DENIED})

@@ -1,15 +1,24 @@
-"""Tenants as a whole: listing (members), creating and deleting (staff)."""
+"""Tenants as a whole: listing (members), creating and deleting (staff); your invitations."""
 
 from __future__ import annotations
+
+from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.http import HttpRequest
 from ninja import Router, Status
 from ninja.errors import HttpError
 
-from kgapp.web.schemas import DeleteConfirmIn, ErrorOut, TenantIn, TenantOut
+from kgapp.web.schemas import (
+    DeleteConfirmIn,
+    ErrorOut,
+    InvitationOut,
+    MemberOut,
+    TenantIn,
+    TenantOut,
+)
 from tenants import selectors, services
-from tenants.models import Tenant
+from tenants.models import Invitation, Tenant
 
 router = Router(tags=["tenants"])
 
@@ -47,3 +56,38 @@ def tenant_delete(request: HttpRequest, slug: str, payload: DeleteConfirmIn) -> 
         raise HttpError(404, f"no tenant {slug!r}")
     services.tenant_delete(tenant=tenant, confirm=payload.confirm)
     return Status(204, None)
+
+
+@router.get("/invitations", response=list[InvitationOut])
+def invitation_list(request: HttpRequest) -> list[dict[str, Any]]:
+    """The tenants that invited you and are waiting for your answer."""
+    return [_invitation(i) for i in selectors.invitations_of_user(request.user)]
+
+
+@router.post("/invitations/{invitation_id}/accept", response={200: MemberOut, 404: ErrorOut})
+def invitation_accept(request: HttpRequest, invitation_id: int) -> dict[str, Any]:
+    """Join the tenant with the role you were invited to."""
+    m = services.invitation_accept(invitation_id=invitation_id, user=request.user)
+    return {
+        "username": request.user.get_username(),
+        "role": m.role,
+        "status": "member",
+        "created_at": m.created_at,
+    }
+
+
+@router.delete("/invitations/{invitation_id}", response={204: None, 404: ErrorOut})
+def invitation_decline(request: HttpRequest, invitation_id: int) -> Status[None]:
+    services.invitation_decline(invitation_id=invitation_id, user=request.user)
+    return Status(204, None)
+
+
+def _invitation(invitation: Invitation) -> dict[str, Any]:
+    return {
+        "id": invitation.pk,
+        "tenant": invitation.tenant.slug,
+        "tenant_name": invitation.tenant.name,
+        "role": invitation.role,
+        "invited_by": invitation.invited_by.get_username() if invitation.invited_by else None,
+        "created_at": invitation.created_at,
+    }
