@@ -188,6 +188,8 @@ OPENAI_EMBEDDING_MODEL = env.text("OPENAI_EMBEDDING_MODEL", "text-embedding-3-sm
 UPLOAD_MAX_BYTES = env.integer("KG_UPLOAD_MAX_BYTES", 20 * 1024 * 1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = UPLOAD_MAX_BYTES + 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = UPLOAD_MAX_BYTES + 1024 * 1024
+# Any HTTP request body, checked before Django reads it (kgapp/web/request_size.py).
+REQUEST_MAX_BYTES = env.integer("KG_REQUEST_MAX_BYTES", 5 * UPLOAD_MAX_BYTES)
 
 LOGGING = {
     "version": 1,

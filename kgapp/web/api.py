@@ -5,8 +5,15 @@ from __future__ import annotations
 import logging
 import uuid
 
-from django.core.exceptions import ValidationError
+from django.conf import settings
+from django.core.exceptions import (
+    RequestDataTooBig,
+    TooManyFieldsSent,
+    TooManyFilesSent,
+    ValidationError,
+)
 from django.http import HttpRequest, HttpResponse
+from django.http.multipartparser import MultiPartParserError
 from ninja import NinjaAPI
 
 from kgapp.graph.errors import (
@@ -100,6 +107,44 @@ def _invalid(request: HttpRequest, error: ValidationError) -> HttpResponse:
         else error.messages
     )
     return _error(request, 422, " ".join(messages))
+
+
+# Django refuses these request bodies while reading them (they reach the API as
+# exceptions raised by `request.body` / `request.FILES`); each is the client's to fix.
+@api.exception_handler(RequestDataTooBig)
+def _body_too_big(request: HttpRequest, error: RequestDataTooBig) -> HttpResponse:
+    limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+    return _error(
+        request,
+        413,
+        f"The request body is over the {limit} byte limit for a JSON or form body. "
+        "Send less; files go in the `files` field of a multipart upload.",
+    )
+
+
+@api.exception_handler(TooManyFilesSent)
+def _too_many_files(request: HttpRequest, error: TooManyFilesSent) -> HttpResponse:
+    return _error(
+        request, 422, f"at most {ingest.MAX_FILES} files per upload; send the rest separately"
+    )
+
+
+@api.exception_handler(TooManyFieldsSent)
+def _too_many_fields(request: HttpRequest, error: TooManyFieldsSent) -> HttpResponse:
+    limit = settings.DATA_UPLOAD_MAX_NUMBER_FIELDS
+    return _error(request, 400, f"The form has more than {limit} fields; send fewer.")
+
+
+@api.exception_handler(MultiPartParserError)
+def _unreadable_form(request: HttpRequest, error: MultiPartParserError) -> HttpResponse:
+    # Django reads at most 1 KB of headers per part, and a file's name is one of them.
+    hint = (
+        " A file name over about 900 characters does this: rename the file (names are"
+        " kept to 255 characters)."
+        if "header size" in str(error)
+        else ""
+    )
+    return _error(request, 400, f"The multipart form could not be read: {error}.{hint}")
 
 
 @api.exception_handler(GraphError)

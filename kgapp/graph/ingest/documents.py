@@ -535,8 +535,14 @@ def _load_json(upload: _Upload) -> Any:
             f"{upload.name} is not valid JSON: {error.msg} at line "
             f"{error.lineno}, column {error.colno}.",
         ) from None
-    except (ValueError, RecursionError) as error:  # huge integers, absurd nesting
-        raise DocumentError(422, f"{upload.name} is not usable JSON: {error}.") from None
+    except RecursionError:
+        raise DocumentError(
+            422, f"{upload.name} is nested too deeply to read (over about 1,000 levels)."
+        ) from None
+    except ValueError:  # an integer past Python's digit limit (4,300 digits)
+        raise DocumentError(
+            422, f"{upload.name} holds a number too long to read (over 4,300 digits)."
+        ) from None
 
 
 def _timestamp(value: Any, where: str) -> datetime | None:
