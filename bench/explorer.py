@@ -121,9 +121,12 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def start_web(var: Path, surreal_url: str) -> tuple[subprocess.Popen[bytes], str, dict[str, str]]:
+def start_web(
+    var: Path, surreal: surreal_server.RunningServer
+) -> tuple[subprocess.Popen[bytes], str, dict[str, str]]:
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "kgapp.settings.test", "KG_VAR_DIR": str(var),
-           "SURREAL_URL": surreal_url, "DATABASE_URL": f"sqlite:///{var / 'bench.sqlite3'}"}
+           "SURREAL_URL": surreal.url, **surreal.credentials.env(),
+           "DATABASE_URL": f"sqlite:///{var / 'bench.sqlite3'}"}
     env.pop("REDIS_URL", None)
     python = sys.executable
     for command in (["migrate", "--noinput", "-v", "0"], ["bootstrap_demo"]):
@@ -171,8 +174,12 @@ def open_explorer(driver: webdriver.Chrome, url: str, webgl: bool) -> None:
         == "Live")
 
 
-async def live_latency(driver: webdriver.Chrome, surreal_url: str, writes: int) -> list[float]:
-    store = TenantStore(Pool(StoreConfig(url=surreal_url), "t_demo"))
+async def live_latency(
+    driver: webdriver.Chrome, surreal: surreal_server.RunningServer, writes: int
+) -> list[float]:
+    config = StoreConfig(url=surreal.url, username=surreal.credentials.user,
+                         password=surreal.credentials.password)
+    store = TenantStore(Pool(config, "t_demo"))
     latencies = []
     for i in range(writes):
         key = f"bench{i}_{int(time.time() * 1000)}"
@@ -196,7 +203,7 @@ def main(sizes: list[int], writes: int, ended: float) -> None:
     with tempfile.TemporaryDirectory() as scratch:
         var = Path(scratch)
         surreal = surreal_server.start(storage="mem://", log=var / "surreal.log")
-        web, url, _ = start_web(var, surreal.url)
+        web, url, _ = start_web(var, surreal)
         driver = browser()
         try:
             log_in(driver, url, var)
@@ -224,7 +231,7 @@ def main(sizes: list[int], writes: int, ended: float) -> None:
                         print(f"  {renderer:6} slider step at 5k / 20k, until drawn:"
                               f" {figures([s[1] for s in steps])}")
             open_explorer(driver, url, False)
-            latencies = asyncio.run(live_latency(driver, surreal.url, writes))
+            latencies = asyncio.run(live_latency(driver, surreal, writes))
             print(f"  live write-to-screen ({writes} writes): {figures(latencies)}")
         finally:
             driver.quit()

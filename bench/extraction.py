@@ -206,7 +206,7 @@ def load_conversation(path: Path) -> Conversation:
 # --- the product -------------------------------------------------------------------------
 
 
-def django_setup(var: Path, surreal_url: str) -> None:
+def django_setup(var: Path, server: surreal_server.RunningServer) -> None:
     """Test settings on a scratch folder and database, tasks run in this process."""
     for name in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "REDIS_URL"):
         os.environ.pop(name, None)
@@ -216,7 +216,8 @@ def django_setup(var: Path, surreal_url: str) -> None:
         KG_EMBEDDER="local",
         KG_LOG_LEVEL=os.environ.get("KG_LOG_LEVEL", "WARNING"),
         DATABASE_URL=f"sqlite:///{var / 'bench.sqlite3'}",
-        SURREAL_URL=surreal_url,
+        SURREAL_URL=server.url,
+        **server.credentials.env(),
     )
     import django
     from django.core.management import call_command
@@ -637,7 +638,7 @@ def main(file_names: list[str]) -> None:
         var = Path(scratch)
         server = surreal_server.start(storage="mem://", log=var / "surreal.log")
         try:
-            django_setup(var, server.url)
+            django_setup(var, server)
             from tenants.graph import reset_graph_runtime
 
             try:

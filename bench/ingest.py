@@ -180,16 +180,17 @@ class TimedLLM(LLMClient):
             self.spent += time.perf_counter() - started
 
 
-async def new_store(url: str, namespace: str) -> TenantStore:
-    store = TenantStore(Pool(StoreConfig(url=url, query_timeout=120), namespace))
+async def new_store(config: StoreConfig, namespace: str) -> TenantStore:
+    store = TenantStore(Pool(config, namespace))
     await schema.migrate(store, schema.load_migrations(ROOT / "schema"), embedding_dim=384)
     return store
 
 
 async def per_episode(
-    url: str, base_url: str, items: list[EpisodeInput], embedder: Embedder, namespace: str
+    config: StoreConfig, base_url: str, items: list[EpisodeInput], embedder: Embedder,
+    namespace: str,
 ) -> dict[str, float]:
-    store = await new_store(url, namespace)
+    store = await new_store(config, namespace)
     llm = TimedLLM(LLMConfig(base_url=base_url, api_key="bench", model="scripted"))
     ctx = await ingest_context(store, embedder=embedder, llm=llm)
     non_llm = []
@@ -212,9 +213,11 @@ async def per_episode(
     }
 
 
-def worker(url: str, base_url: str, items: list[EpisodeInput], namespace: str, embed: str) -> None:
+def worker(
+    config: StoreConfig, base_url: str, items: list[EpisodeInput], namespace: str, embed: str
+) -> None:
     async def run() -> None:
-        store = TenantStore(Pool(StoreConfig(url=url, query_timeout=120), namespace))
+        store = TenantStore(Pool(config, namespace))
         job = await jobs.job_create(store, kind="bench")
         llm = LLMClient(LLMConfig(base_url=base_url, api_key="bench", model="scripted"))
         embedder = local_embedder() if embed == "local" else api_embedder()
@@ -223,15 +226,17 @@ def worker(url: str, base_url: str, items: list[EpisodeInput], namespace: str, e
     asyncio.run(run())
 
 
-def two_workers(url: str, base_url: str, items: list[EpisodeInput], embed: str) -> float:
+def two_workers(
+    config: StoreConfig, base_url: str, items: list[EpisodeInput], embed: str
+) -> float:
     namespace = f"t_bench_workers_{embed}"
-    asyncio.run(new_store(url, namespace))
+    asyncio.run(new_store(config, namespace))
     if embed == "local":
         local_embedder().embed(["warm up"])
     halves = [items[0::2], items[1::2]]
     context = multiprocessing.get_context("fork")
     processes = [
-        context.Process(target=worker, args=(url, base_url, half, namespace, embed))
+        context.Process(target=worker, args=(config, base_url, half, namespace, embed))
         for half in halves
     ]
     started = time.perf_counter()
@@ -248,6 +253,12 @@ def main() -> None:
     count = parser.parse_args().episodes
     items = episodes(count)
     server = surreal_server.start(storage="mem://", log=Path("/dev/null"))
+    config = StoreConfig(
+        url=server.url,
+        username=server.credentials.user,
+        password=server.credentials.password,
+        query_timeout=120,
+    )
     llm_server = ScriptedLLM().start()
     llm_server.on_chat(scripted_answer)
     try:
@@ -259,7 +270,7 @@ def main() -> None:
         ):
             figures = asyncio.run(
                 per_episode(
-                    server.url,
+                    config,
                     llm_server.base_url,
                     items,
                     embedder,
@@ -277,7 +288,7 @@ def main() -> None:
                 f"batched fact indexing)"
             )
         for embed in ("local", "api"):
-            rate = two_workers(server.url, llm_server.base_url, items, embed)
+            rate = two_workers(config, llm_server.base_url, items, embed)
             print(f"  2 worker processes, {embed} embeddings: {rate:.1f} episodes/s")
     finally:
         llm_server.stop()

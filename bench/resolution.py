@@ -61,8 +61,9 @@ def from_labels(pairs: list[dict[str, Any]]):
     return answer
 
 
-async def run(url: str, namespace: str, pairs: list[dict[str, Any]], llm: LLMClient | None):
-    store = TenantStore(Pool(StoreConfig(url=url), namespace))
+async def run(config: StoreConfig, namespace: str, pairs: list[dict[str, Any]],
+              llm: LLMClient | None):
+    store = TenantStore(Pool(config, namespace))
     await schema.migrate(store, schema.load_migrations(ROOT / "schema"), embedding_dim=384)
     return await resolution_eval.evaluate(store, pairs, embedder=local_embedder(), llm=llm)
 
@@ -98,6 +99,8 @@ def main(knowledge: bool) -> None:
           f"({sum(p['same'] for p in pairs)} same, {sum(not p['same'] for p in pairs)} different)")
     with tempfile.TemporaryDirectory() as scratch, ScriptedLLM() as llm:
         server = surreal_server.start(storage="mem://", log=Path(scratch) / "surreal.log")
+        store_config = StoreConfig(url=server.url, username=server.credentials.user,
+                                   password=server.credentials.password)
         config = LLMConfig(base_url=llm.base_url, api_key="bench", model="scripted",
                            timeout=10.0, max_retries=1)
         try:
@@ -110,7 +113,7 @@ def main(knowledge: bool) -> None:
                         llm.on_chat(handler)
                     client = LLMClient(config) if handler is not None else None
                     started = time.perf_counter()
-                    outcome = asyncio.run(run(server.url, f"bench_res_{n}_{m}", chosen, client))
+                    outcome = asyncio.run(run(store_config, f"bench_res_{n}_{m}", chosen, client))
                     report(f"{label}, {mode}", outcome, time.perf_counter() - started)
         finally:
             server.stop()

@@ -188,7 +188,9 @@ async def measure(store: TenantStore, runs: int) -> None:
 async def main(facts_count: int, runs: int) -> None:
     server = surreal_server.start(storage="mem://", log=Path("/dev/null"))
     try:
-        store = TenantStore(Pool(StoreConfig(url=server.url, query_timeout=600), "t_bench_search"))
+        config = StoreConfig(url=server.url, username=server.credentials.user,
+                             password=server.credentials.password, query_timeout=600)
+        store = TenantStore(Pool(config, "t_bench_search"))
         await schema.migrate(store, schema.load_migrations(ROOT / "schema"), embedding_dim=384)
         entities, facts = build(facts_count)
         timings = await load(store, entities, facts)

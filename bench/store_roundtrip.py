@@ -38,7 +38,13 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=2000)
     n = parser.parse_args().n
     server = surreal_server.start(storage="mem://", log=Path("/dev/null"))
-    runtime = GraphRuntime(StoreConfig(url=server.url))
+    runtime = GraphRuntime(
+        StoreConfig(
+            url=server.url,
+            username=server.credentials.user,
+            password=server.credentials.password,
+        )
+    )
     graph = runtime.tenant("t_bench")
     try:
         graph.run(schema.migrate, schema.load_migrations(ROOT / "schema"), embedding_dim=384)

@@ -11,10 +11,15 @@
 //   itself (SDK sessions) are owned by that connection and by no other.
 // - live notifications name the session that opened the live query; each goes to the
 //   connection owning that session as an id-less frame {result: {...}}.
+// - the engine runs with authentication off (every session is an owner), so this server
+//   checks the root credentials itself: a connection must `signin` as SURREAL_USER /
+//   SURREAL_PASS (or `authenticate` with the token a signin of a live connection gave)
+//   before anything but ping and version reaches the engine.
 //
-// Usage: node surreal/server.mjs [--bind 127.0.0.1:8811] [--storage rocksdb://var/surreal]
+// Usage: SURREAL_USER=... SURREAL_PASS=... node surreal/server.mjs [--bind 127.0.0.1:8811]
+//        [--storage rocksdb://var/surreal]
 
-import { randomUUID } from 'node:crypto';
+import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
 import { createRequire } from 'node:module';
@@ -27,6 +32,11 @@ const require = createRequire(import.meta.url);
 const codec = new CborCodec({});
 const LOOPBACK = new Set(['127.0.0.1', 'localhost', '::1', '[::1]']);
 const STORAGE_SCHEMES = ['mem://', 'rocksdb://', 'surrealkv://', 'surrealkv+versioned://'];
+// Methods a connection may call before it has signed in.
+const OPEN_METHODS = new Set(['signin', 'authenticate', 'invalidate', 'ping', 'version']);
+const NOT_SIGNED_IN =
+  'Not signed in: the local SurrealDB server requires its root credentials' +
+  ' (var/surreal-credentials.json, or SURREAL_USER / SURREAL_PASS)';
 
 function usage(message) {
   process.stderr.write(
@@ -40,6 +50,9 @@ export function parseArgs(argv) {
     bind: process.env.SURREAL_BIND || '127.0.0.1:8811',
     storage: process.env.SURREAL_STORAGE || 'rocksdb://var/surreal',
     log: process.env.SURREAL_LOG || 'info',
+    // From the environment only: a command line is visible to every user of the machine.
+    user: process.env.SURREAL_USER || '',
+    pass: process.env.SURREAL_PASS || '',
   };
   for (let i = 0; i < argv.length; i += 1) {
     const flag = argv[i];
@@ -59,10 +72,13 @@ export function parseArgs(argv) {
   if (!Number.isInteger(options.port) || options.port < 0 || options.port > 65535) {
     usage(`--bind has an invalid port: ${options.bind}`);
   }
-  // The engine runs without authentication: never expose it beyond this machine.
+  // Even with its credentials checked, the server speaks plain ws://: keep it on loopback.
   if (!LOOPBACK.has(options.host)) usage(`refusing to bind ${options.host}: loopback only`);
   if (!STORAGE_SCHEMES.some((scheme) => options.storage.startsWith(scheme))) {
     usage(`--storage must start with one of ${STORAGE_SCHEMES.join(', ')}`);
+  }
+  if (!options.user || !options.pass) {
+    usage('SURREAL_USER and SURREAL_PASS must be set: the server accepts no one without them');
   }
   return options;
 }
@@ -119,6 +135,26 @@ function rpcError(id, message, code = -32000) {
   return codec.encode({ id, error: { code, message } });
 }
 
+// Compared as digests, so neither the length nor the content leaks through timing.
+function sameSecret(given, expected) {
+  if (typeof given !== 'string') return false;
+  const digest = (value) => createHash('sha256').update(value, 'utf8').digest();
+  return timingSafeEqual(digest(given), digest(expected));
+}
+
+function rootSignin(params, options) {
+  const vars = Array.isArray(params) ? params[0] : params;
+  if (!vars || typeof vars !== 'object') return false;
+  const scoped = ['ns', 'NS', 'namespace', 'db', 'DB', 'database', 'ac', 'AC', 'access'];
+  if (scoped.some((key) => vars[key] !== undefined && vars[key] !== null)) return false;
+  const user = vars.user ?? vars.username;
+  const pass = vars.pass ?? vars.password;
+  // Both compared, always: a wrong user name takes as long as a wrong password.
+  const userOk = sameSecret(user, options.user);
+  const passOk = sameSecret(pass, options.pass);
+  return userOk && passOk;
+}
+
 export async function startServer(options) {
   currentLogLevel = options.log || 'info';
   const { SurrealNodeEngine } = loadEngine();
@@ -131,6 +167,7 @@ export async function startServer(options) {
   });
   const version = codec.decode(await engine.execute(codec.encode({ id: 0, method: 'version' })));
   const owners = new Map(); // engine session uuid string -> Connection
+  const tokens = new Map(); // token of a signin -> the Connection that signed in
 
   async function call(request) {
     return Buffer.from(await engine.execute(codec.encode(request)));
@@ -142,6 +179,42 @@ export async function startServer(options) {
       this.sessions = new Set();
       this.defaultSession = new Uuid(randomUUID());
       this.queue = Promise.resolve();
+      this.token = null; // set while signed in
+    }
+
+    signIn() {
+      this.signOut();
+      // Opaque, but shaped like a JWT (three dotted parts), as SDKs check tokens so.
+      this.token = [16, 32, 16].map((n) => randomBytes(n).toString('base64url')).join('.');
+      tokens.set(this.token, this);
+      return this.token;
+    }
+
+    signOut() {
+      if (this.token && tokens.get(this.token) === this) tokens.delete(this.token);
+      this.token = null;
+    }
+
+    authenticate(id, method, params) {
+      if (method === 'signin') {
+        if (!rootSignin(params, options)) {
+          log('info', 'refused a signin with wrong credentials');
+          return rpcError(id, 'There was a problem with authentication', -32002);
+        }
+        return frameResult(id, codec.encode(this.signIn()));
+      }
+      if (method === 'authenticate') {
+        const token = Array.isArray(params) ? params[0] : params;
+        if (typeof token !== 'string' || !tokens.has(token)) {
+          return rpcError(id, 'There was a problem with authentication', -32002);
+        }
+        this.signOut();
+        this.token = token;
+        return frameResult(id, codec.encode(null));
+      }
+      // invalidate
+      this.signOut();
+      return frameResult(id, codec.encode(null));
     }
 
     async open() {
@@ -182,6 +255,12 @@ export async function startServer(options) {
       }
       try {
         const method = request.method;
+        if (method === 'signin' || method === 'authenticate' || method === 'invalidate') {
+          return this.authenticate(id, method, request.params);
+        }
+        if (!this.token && !OPEN_METHODS.has(method)) {
+          return rpcError(id, NOT_SIGNED_IN, -32002);
+        }
         let session = this.defaultSession;
         if (request.session !== undefined && request.session !== null) {
           session = asUuid(request.session);
@@ -214,6 +293,7 @@ export async function startServer(options) {
     }
 
     async close() {
+      this.signOut();
       for (const key of [...this.sessions]) await this.detach(new Uuid(key));
     }
   }

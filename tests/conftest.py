@@ -28,7 +28,8 @@ _slugs = itertools.count(1)
 
 @pytest.fixture(scope="session")
 def surreal() -> Iterator[surreal_server.RunningServer]:
-    """The local SurrealDB server on a free port, in memory, for the whole run."""
+    """The local SurrealDB server on a free port, in memory, for the whole run; it admits
+    only its own (random) root credentials, as `make run`'s does."""
     log = Path(settings.VAR_DIR) / "surreal-test.log"
     server = surreal_server.start(storage="mem://", log=log)
     yield server
@@ -37,12 +38,16 @@ def surreal() -> Iterator[surreal_server.RunningServer]:
 
 @pytest.fixture(scope="session", autouse=True)
 def _graph_settings(surreal: surreal_server.RunningServer) -> Iterator[None]:
-    previous = settings.SURREAL_URL
-    settings.SURREAL_URL = surreal.url
-    os.environ["SURREAL_URL"] = surreal.url  # for worker processes the tests start
+    names = ("SURREAL_URL", "SURREAL_USER", "SURREAL_PASS")
+    previous = {name: getattr(settings, name) for name in names}
+    current = {"SURREAL_URL": surreal.url, **surreal.credentials.env()}
+    for name, value in current.items():
+        setattr(settings, name, value)
+        os.environ[name] = value  # for the worker processes the tests start
     reset_graph_runtime()
     yield
-    settings.SURREAL_URL = previous
+    for name, value in previous.items():
+        setattr(settings, name, value)
     reset_graph_runtime()
 
 
@@ -122,7 +127,13 @@ def token_client() -> Callable[[Any], Client]:
 
 @pytest.fixture
 def store_config(surreal: surreal_server.RunningServer) -> StoreConfig:
-    return StoreConfig(url=surreal.url, query_timeout=10, connect_attempts=2)
+    return StoreConfig(
+        url=surreal.url,
+        username=surreal.credentials.user,
+        password=surreal.credentials.password,
+        query_timeout=10,
+        connect_attempts=2,
+    )
 
 
 @pytest.fixture

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any, ParamSpec, TypeVar
 
 from surrealdb.connections.async_ws import AsyncWsSurrealConnection
+from surrealdb.errors import SurrealError
 from websockets.exceptions import WebSocketException
 
 from kgapp.graph import queries
@@ -100,6 +101,15 @@ async def open_connection(config: StoreConfig, namespace: str | None) -> Connect
         except (*_CONNECTION_ERRORS, TimeoutError) as error:
             last_error = error
             await _close_quietly(connection)
+        except SurrealError as error:
+            # Refused credentials (or none where the server wants them): no retry mends it.
+            await _close_quietly(connection)
+            who = f"user {config.username!r}" if config.username else "no credentials"
+            raise GraphUnavailable(
+                f"SurrealDB at {config.url} refused the connection ({who}): {error}; check"
+                " SURREAL_USER / SURREAL_PASS (the local server's are in"
+                " var/surreal-credentials.json)"
+            ) from error
     raise GraphUnavailable(
         f"SurrealDB at {config.url} is unreachable after {config.connect_attempts} attempts"
         f" ({type(last_error).__name__}: {last_error})"

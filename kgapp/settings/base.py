@@ -7,6 +7,7 @@ from pathlib import Path
 import dj_database_url
 
 from kgapp.settings import env
+from kgapp.surreal_server import local_credentials
 
 BASE_DIR = env.BASE_DIR
 VAR_DIR = env.path("KG_VAR_DIR", BASE_DIR / "var")
@@ -157,8 +158,13 @@ COMMUNITY_EVERY_EPISODES = env.integer("KG_COMMUNITY_EVERY_EPISODES", 200)
 
 # --- Graph store ----------------------------------------------------------------------
 SURREAL_URL = env.text("SURREAL_URL", "ws://127.0.0.1:8811")
+# Root credentials: SURREAL_USER / SURREAL_PASS, else the local server's own (generated in
+# var/surreal-credentials.json at first run).
 SURREAL_USER = env.text("SURREAL_USER") or None
 SURREAL_PASS = env.text("SURREAL_PASS") or None
+if SURREAL_USER is None and SURREAL_PASS is None:
+    _local = local_credentials(VAR_DIR)
+    SURREAL_USER, SURREAL_PASS = _local.user, _local.password
 SURREAL_DATABASE = "kg"
 SURREAL_POOL_SIZE = env.integer("SURREAL_POOL_SIZE", 4)
 SURREAL_QUERY_TIMEOUT = env.number("SURREAL_QUERY_TIMEOUT", 30.0)

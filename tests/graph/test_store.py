@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 
 import pytest
 
@@ -94,9 +95,19 @@ async def test_unreachable_server_is_graph_unavailable() -> None:
         await store.query("RETURN 1")
 
 
+@pytest.mark.parametrize("credentials", [{"password": "wrong"}, {"username": None}])
+async def test_a_refused_sign_in_is_graph_unavailable_and_says_why(
+    store_config: StoreConfig, credentials: dict
+) -> None:
+    config = dataclasses.replace(store_config, **credentials)
+    store = TenantStore(Pool(config, "t_refused_probe"))
+    with pytest.raises(GraphUnavailable, match="refused the connection.*SURREAL_USER"):
+        await store.query("RETURN 1")
+
+
 async def test_query_timeout_is_reported(store_config: StoreConfig, raw_namespace) -> None:
     await raw_namespace()
-    config = StoreConfig(url=store_config.url, query_timeout=0.2)
+    config = dataclasses.replace(store_config, query_timeout=0.2)
     store = TenantStore(Pool(config, "t_timeout_probe"))
     with pytest.raises(GraphUnavailable, match="did not answer"):
         await store.query("SLEEP 2s")
