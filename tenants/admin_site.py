@@ -31,6 +31,11 @@ class KgAdminSite(admin.AdminSite):
         ]
         return graph + super().get_urls()
 
+    def login(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> Any:
+        from kgapp.web import ratelimits
+
+        return ratelimits.login_refusal(request) or super().login(request, extra_context)
+
     def index(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> Any:
         from tenants.selectors import curatable_tenants
 

@@ -96,7 +96,37 @@ STATICFILES_DIRS = [("app", BASE_DIR / "frontend" / "static")] + [
     if (BASE_DIR / "node_modules" / name).is_dir()
 ]
 
+# A TLS-terminating proxy in front that sets X-Forwarded-Proto and X-Forwarded-For
+# (replacing what clients send): only then are those headers believed.
+TRUSTED_PROXY = env.flag("DJANGO_TRUSTED_PROXY", False)
+if TRUSTED_PROXY:
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+
 REDIS_URL = env.text("REDIS_URL")
+
+# The cache holds rate-limit counters: shared through Redis when configured, else per
+# process (one Daphne process in `make run`).
+if REDIS_URL:
+    CACHES = {
+        "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}
+    }
+else:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+
+# --- Rate limits (kgapp/web/ratelimits.py) ----------------------------------------------
+# scope -> "N/period" (s, m, h, d; "10/15m"); KG_RATE_LIMITS="query=600/m,upload=" overrides
+# (an empty rate turns that limit off). login: per username tried; login_ip: per client
+# address; the others per user and per token (`<scope>_token` sets a token's apart).
+RATE_LIMITS = {
+    "login": "10/15m",
+    "login_ip": "100/15m",
+    "token_create": "20/h",
+    "upload": "30/m",
+    "query": "120/m",
+    **dict(item.split("=", 1) for item in env.listing("KG_RATE_LIMITS") if "=" in item),
+}
+RATELIMIT_USE_CACHE = "default"
+RATELIMIT_FAIL_OPEN = True
 
 if REDIS_URL:
     CHANNEL_LAYERS = {

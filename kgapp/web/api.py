@@ -27,6 +27,7 @@ from kgapp.graph.errors import (
 from kgapp.graph.search.service import RerankerUnavailable
 from kgapp.web.auth import API_AUTH
 from kgapp.web.enqueue import QueueUnavailable
+from kgapp.web.ratelimits import RateLimited
 from kgapp.web.routers import health, ingest, search, tenant, tenants, tokens
 from tenants.errors import TenantAccessError
 
@@ -65,6 +66,13 @@ def _graph_down(request: HttpRequest, error: GraphUnavailable) -> HttpResponse:
         request, 503, "The knowledge graph store is unavailable right now; retry in a moment."
     )
     response["Retry-After"] = "5"
+    return response
+
+
+@api.exception_handler(RateLimited)
+def _rate_limited(request: HttpRequest, error: RateLimited) -> HttpResponse:
+    response = _error(request, 429, str(error))
+    response["Retry-After"] = str(error.retry_after)
     return response
 
 

@@ -9,3 +9,4 @@ class WebConfig(AppConfig):
     def ready(self) -> None:
         # Tasks sent from web requests must use the app configured from settings.
         import kgapp.celery  # noqa: F401
+        import kgapp.web.ratelimits  # noqa: F401  (registers its system check)

@@ -14,10 +14,7 @@ class BearerToken(HttpBearer):
     """`Authorization: Bearer kg_<prefix>_<secret>`."""
 
     def authenticate(self, request: HttpRequest, token: str) -> Any:
-        user = token_authenticate(token)
-        if user is not None:
-            request.user = user
-        return user
+        return _authenticated(request, token)
 
 
 class HeaderToken(APIKeyHeader):
@@ -26,10 +23,17 @@ class HeaderToken(APIKeyHeader):
     param_name = "X-API-Key"
 
     def authenticate(self, request: HttpRequest, key: str | None) -> Any:
-        user = token_authenticate(key) if key else None
-        if user is not None:
-            request.user = user
-        return user
+        return _authenticated(request, key) if key else None
+
+
+def _authenticated(request: HttpRequest, raw: str) -> Any:
+    """The token's user, who becomes the request's; the token's public prefix is kept
+    as `request.api_token` (rate limits count per token)."""
+    user = token_authenticate(raw)
+    if user is not None:
+        request.user = user
+        request.api_token = raw.split("_", 2)[1]  # type: ignore[attr-defined]
+    return user
 
 
 API_AUTH = [BearerToken(), HeaderToken(), django_auth]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
@@ -9,11 +10,19 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from kgapp.graph import stats
+from kgapp.web import ratelimits
 from tenants import selectors, services
 from tenants.errors import TenantAccessError
 from tenants.graph import tenant_graph
 from tenants.middleware import error_page
 from tenants.models import Role
+
+
+class LoginView(auth_views.LoginView):
+    """The site's login, with the login rate limits (the admin's has the same)."""
+
+    def post(self, request: HttpRequest, *args: object, **kwargs: object) -> HttpResponse:
+        return ratelimits.login_refusal(request) or super().post(request, *args, **kwargs)
 
 
 @login_required

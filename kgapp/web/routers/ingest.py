@@ -16,8 +16,8 @@ from kgapp.graph.ingest import ontology, service
 from kgapp.graph.ingest.documents import DocumentError, parse_document, parse_message_lines
 from kgapp.graph.ingest.model import EpisodeInput
 from kgapp.graph.records import parse_record_id, to_json
-from kgapp.web import enqueue
-from kgapp.web.routers.tenant import DENIED
+from kgapp.web import enqueue, ratelimits
+from kgapp.web.routers.tenant import DENIED, LIMITED
 from kgapp.web.schemas import (
     DocumentQueuedOut,
     EpisodeIn,
@@ -107,13 +107,17 @@ def episode_delete(request: HttpRequest, tenant: str, episode_id: str) -> Any:
 
 @router.post(
     "/t/{tenant}/documents",
-    response={202: list[DocumentQueuedOut], 413: ErrorOut, 415: ErrorOut, 422: ErrorOut, **DENIED},
+    response={
+        202: list[DocumentQueuedOut], 413: ErrorOut, 415: ErrorOut, 422: ErrorOut,
+        **DENIED, **LIMITED,
+    },
 )
 def document_upload(
     request: HttpRequest, tenant: str, files: File[list[UploadedFile]]
 ) -> Status[list[dict[str, Any]]]:
     """Upload files (.txt .md .pdf .html .json .csv, conversation exports). Every file is
     checked before any is stored: one bad file refuses the whole upload, saying which."""
+    ratelimits.check(request, "upload")
     access = tenant_access(request.user, tenant, Role.EDITOR)
     if not files:
         raise HttpError(422, "attach at least one file in the `files` field")

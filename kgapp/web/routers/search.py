@@ -19,8 +19,8 @@ from kgapp.graph.search.query import query as run_query
 from kgapp.graph.search.recipes import RECIPES
 from kgapp.graph.search.service import Moment, SearchRequest
 from kgapp.graph.store import TenantStore
-from kgapp.web import enqueue
-from kgapp.web.routers.tenant import DENIED
+from kgapp.web import enqueue, ratelimits
+from kgapp.web.routers.tenant import DENIED, LIMITED
 from kgapp.web.schemas import ErrorOut
 from tenants.access import tenant_access
 from tenants.graph import embedder, llm_client, tenant_graph
@@ -287,10 +287,13 @@ async def _query(store: TenantStore, spec: QueryRequest) -> QueryResult:
     return await run_query(store, spec, embedder(), llm_client(store))
 
 
-@router.post("/t/{tenant}/query", response={200: dict[str, Any], 422: ErrorOut, **DENIED})
+@router.post(
+    "/t/{tenant}/query", response={200: dict[str, Any], 422: ErrorOut, **DENIED, **LIMITED}
+)
 def query(request: HttpRequest, tenant: str, payload: QueryIn) -> Any:
     """LLM-ready context (entities, facts with their validity, source passages) by
     LightRAG's modes, within token budgets; with `answer`, the model's answer too."""
+    ratelimits.check(request, "query")
     access = tenant_access(request.user, tenant)
     spec = QueryRequest(
         question=payload.query,

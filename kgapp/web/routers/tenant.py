@@ -28,6 +28,7 @@ from tenants.models import Invitation, Membership, Role
 
 router = Router(tags=["tenant"])
 DENIED = {400: ErrorOut, 403: ErrorOut, 404: ErrorOut, 503: ErrorOut}
+LIMITED = {429: ErrorOut}  # routes with a rate limit (kgapp/web/ratelimits.py)
 
 
 class JobFilter(Schema):

@@ -6,6 +6,7 @@ from django.http import HttpRequest
 from ninja import Router, Status
 from ninja.errors import HttpError
 
+from kgapp.web import ratelimits
 from kgapp.web.schemas import ErrorOut, TokenCreatedOut, TokenIn, TokenOut
 from tenants import selectors, services
 from tenants.models import ApiToken
@@ -18,9 +19,10 @@ def token_list(request: HttpRequest) -> list[ApiToken]:
     return list(selectors.tokens_of_user(request.user))
 
 
-@router.post("/tokens", response={201: TokenCreatedOut})
+@router.post("/tokens", response={201: TokenCreatedOut, 429: ErrorOut})
 def token_create(request: HttpRequest, payload: TokenIn) -> Status[dict[str, object]]:
     """A new token; its secret is in the answer and nowhere else, ever."""
+    ratelimits.check(request, "token_create")
     token, secret = services.token_create(user=request.user, name=payload.name)
     return Status(201, {**TokenOut.from_orm(token).dict(), "token": secret})
 
