@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import cast
 
@@ -16,11 +18,11 @@ from kgapp.graph.ingest.model import (
     FactDraft,
     IngestContext,
 )
-from kgapp.graph.ingest.normalize import canonical_name, display_name, visible_text
+from kgapp.graph.ingest.normalize import canonical_name, clean_text, display_name, visible_text
 from kgapp.graph.ingest.offline import DEFAULT_MODEL, ExtractorUnavailable, OfflineExtractor
 from kgapp.graph.ingest.screen import screen_text
 from kgapp.graph.llm.prompts import extract as prompt
-from kgapp.graph.llm.prompts.extract import Extraction
+from kgapp.graph.llm.prompts.extract import ExtractedFact, Extraction
 from kgapp.graph.records import record_key
 
 
@@ -56,7 +58,7 @@ async def extract(ctx: IngestContext, work: EpisodeWork) -> None:
                 ),
             )
     work.extraction = extraction
-    drafts_from(ctx, work, extraction)
+    note_left_out(ctx, work, drafts_from(ctx, work, extraction))
     ctx.counts["entities_extracted"] += len(work.entities)
     ctx.counts["facts_extracted"] += len(work.facts)
 
@@ -121,64 +123,143 @@ async def _extract_offline(ctx: IngestContext, work: EpisodeWork) -> Extraction 
     return None
 
 
-def drafts_from(ctx: IngestContext, work: EpisodeWork, extraction: Extraction) -> None:
-    """Turn the answer into drafts: names cleaned, types and relations mapped onto the
-    ontology, dates parsed, one draft per (canonical name, type)."""
-    work.facts = []
-    by_name: dict[str, EntityDraft] = {}
-    for item in extraction.entities[: prompt.MAX_ENTITIES]:
-        name = display_name(item.name)
-        if not name:
-            continue
-        key = canonical_name(name)
-        if key not in by_name:
-            by_name[key] = EntityDraft(
-                name=name,
-                entity_type=ctx.ontology.entity_type(item.entity_type),
-                summary=display_name(item.summary)[:600],
-                canonical=key,
-            )
-    reference = work.input.reference_time
-    for found in extraction.facts[: prompt.MAX_FACTS]:
-        source = _endpoint(ctx, by_name, found.source)
-        target = _endpoint(ctx, by_name, found.target)
-        if source is None or target is None or source is target:
-            continue
-        valid_at = parse_when(found.valid_at)
-        invalid_at = parse_when(found.invalid_at)
-        if valid_at is None:
-            # Only the end is stated ("left Acme last month"): the fact held until then,
-            # from an unknown start; never make it start at the reference time, after
-            # its own end.
-            valid_at = min(reference, invalid_at) if invalid_at else reference
-        elif invalid_at is not None and invalid_at <= valid_at:
-            invalid_at = None
-        work.facts.append(
-            FactDraft(
-                source=source,
-                target=target,
-                relation=ctx.ontology.relation(found.relation),
-                fact=display_name(found.fact)[:1000]
-                or f"{source.name} {found.relation} {target.name}",
-                edge_type=found.edge_type,
-                confidence=round(found.confidence, 4),
-                valid_at=valid_at,
-                invalid_at=invalid_at,
-            )
+@dataclass
+class LeftOut:
+    """What `drafts_from` did not keep of an answer, for the job's notes."""
+
+    long_names: list[str] = field(default_factory=list)  # entity names over MAX_NAME_CHARS
+    facts_of_long_names: int = 0
+    entities_over_cap: int = 0  # listed after MAX_ENTITIES others
+    facts_over_cap: int = 0  # after MAX_FACTS others, or naming one entity too many
+
+    def __bool__(self) -> bool:
+        return bool(
+            self.long_names
+            or self.facts_of_long_names
+            or self.entities_over_cap
+            or self.facts_over_cap
         )
+
+
+def drafts_from(ctx: IngestContext, work: EpisodeWork, extraction: Extraction) -> LeftOut:
+    """Turn the answer into drafts: names cleaned, types and relations mapped onto the
+    ontology, dates parsed, one draft per (canonical name, type).
+
+    At most MAX_ENTITIES entities (those listed first, then those only facts name) and
+    MAX_FACTS facts are kept. A name over MAX_NAME_CHARS is not a name (a sentence or
+    junk): it is left out with every fact that uses it, and the rest is kept. What was
+    left out is returned, for the job's notes."""
+    work.facts = []
+    left_out = LeftOut()
+    by_name: dict[str, EntityDraft] = {}
+    for item in extraction.entities:
+        name = clean_text(item.name)
+        if len(name) > prompt.MAX_NAME_CHARS:
+            left_out.long_names.append(name)
+            continue
+        shown = display_name(name)
+        key = canonical_name(shown)
+        if not shown or key in by_name:
+            continue
+        if len(by_name) == prompt.MAX_ENTITIES:
+            left_out.entities_over_cap += 1
+            continue
+        by_name[key] = EntityDraft(
+            name=shown,
+            entity_type=ctx.ontology.entity_type(item.entity_type),
+            summary=display_name(item.summary)[: prompt.MAX_SUMMARY_CHARS],
+            canonical=key,
+        )
+    for found in extraction.facts:
+        names = (clean_text(found.source), clean_text(found.target))
+        if any(len(name) > prompt.MAX_NAME_CHARS for name in names):
+            left_out.facts_of_long_names += 1
+            continue
+        keys = [canonical_name(display_name(name)) for name in names]
+        if not all(names) or keys[0] == keys[1]:
+            continue
+        unlisted = {key for key in keys if key not in by_name}
+        if (
+            len(work.facts) == prompt.MAX_FACTS
+            or len(by_name) + len(unlisted) > prompt.MAX_ENTITIES
+        ):
+            left_out.facts_over_cap += 1
+            continue
+        source, target = (_endpoint(ctx, by_name, name) for name in names)
+        work.facts.append(_fact_draft(ctx, work, found, source, target))
     work.entities = list(by_name.values())
+    return left_out
 
 
-def _endpoint(ctx: IngestContext, by_name: dict[str, EntityDraft], name: str) -> EntityDraft | None:
-    clean = display_name(name)
-    if not clean:
-        return None
-    key = canonical_name(clean)
+def _fact_draft(
+    ctx: IngestContext,
+    work: EpisodeWork,
+    found: ExtractedFact,
+    source: EntityDraft,
+    target: EntityDraft,
+) -> FactDraft:
+    reference = work.input.reference_time
+    valid_at = parse_when(found.valid_at)
+    invalid_at = parse_when(found.invalid_at)
+    if valid_at is None:
+        # Only the end is stated ("left Acme last month"): the fact held until then,
+        # from an unknown start; never make it start at the reference time, after
+        # its own end.
+        valid_at = min(reference, invalid_at) if invalid_at else reference
+    elif invalid_at is not None and invalid_at <= valid_at:
+        invalid_at = None
+    relation = found.relation[: prompt.MAX_TYPE_CHARS]
+    confidence = found.confidence if math.isfinite(found.confidence) else 0.0
+    return FactDraft(
+        source=source,
+        target=target,
+        relation=ctx.ontology.relation(relation),
+        fact=display_name(found.fact)[: prompt.MAX_FACT_CHARS]
+        or f"{source.name} {relation} {target.name}",
+        edge_type=found.edge_type,
+        confidence=round(min(max(confidence, 0.0), 1.0), 4),
+        valid_at=valid_at,
+        invalid_at=invalid_at,
+    )
+
+
+def _endpoint(ctx: IngestContext, by_name: dict[str, EntityDraft], name: str) -> EntityDraft:
+    shown = display_name(name)
+    key = canonical_name(shown)
     if key not in by_name:  # a fact about an entity the model forgot to list
         by_name[key] = EntityDraft(
-            name=clean, entity_type=ctx.ontology.entity_type(None), summary="", canonical=key
+            name=shown,
+            entity_type=ctx.ontology.entity_type(None),
+            summary="",
+            canonical=key,
         )
     return by_name[key]
+
+
+def note_left_out(ctx: IngestContext, work: EpisodeWork, left_out: LeftOut) -> None:
+    """Count and note on the job what `drafts_from` left out of one episode's answer."""
+    if not left_out:
+        return
+    episode = record_key(work.record)
+    if left_out.long_names or left_out.facts_of_long_names:
+        count = len(left_out.long_names)
+        first = left_out.long_names[0][:60] + "..." if left_out.long_names else ""
+        ctx.counts["entities_left_out"] += count
+        ctx.counts["facts_left_out"] += left_out.facts_of_long_names
+        ctx.notes.append(
+            f"{episode}: left out {count} entity name(s) over {prompt.MAX_NAME_CHARS} "
+            f"characters and the {left_out.facts_of_long_names} fact(s) naming them"
+            + (f" (first: '{first}')" if first else "")
+            + "; the episode's other entities and facts were kept"
+        )
+    if left_out.entities_over_cap or left_out.facts_over_cap:
+        ctx.counts["entities_left_out"] += left_out.entities_over_cap
+        ctx.counts["facts_left_out"] += left_out.facts_over_cap
+        ctx.notes.append(
+            f"{episode}: the extractor gave more than {prompt.MAX_ENTITIES} entities or "
+            f"{prompt.MAX_FACTS} facts; left out {left_out.entities_over_cap} entities and "
+            f"{left_out.facts_over_cap} facts past those caps"
+        )
 
 
 def parse_when(value: str | None) -> datetime | None:

@@ -15,30 +15,50 @@ EPISODE_CLOSE = "</episode>"
 CONTEXT_OPEN = '<episode role="context">'
 
 
+# Lengths and ranges are told to the model in the JSON schema but not validated here:
+# one overlong name or an out-of-range confidence must not cost the episode its other
+# facts. ingest/extract.drafts_from leaves such an entity out (with the facts naming
+# it), shortens summaries and sentences, clamps confidence, and notes it on the job.
+MAX_NAME_CHARS = 300
+MAX_TYPE_CHARS = 80
+MAX_SUMMARY_CHARS = 600
+MAX_FACT_CHARS = 1000
+
+
 class ExtractedEntity(BaseModel):
     name: str = Field(
-        max_length=300, description="The entity's name as written (a person's full name if known)."
+        json_schema_extra={"maxLength": MAX_NAME_CHARS},
+        description="The entity's name as written (a person's full name if known).",
     )
     entity_type: str = Field(
-        max_length=80, description="One of the entity types listed, or Entity."
+        json_schema_extra={"maxLength": MAX_TYPE_CHARS},
+        description="One of the entity types listed, or Entity.",
     )
     summary: str = Field(
-        max_length=600,
+        json_schema_extra={"maxLength": MAX_SUMMARY_CHARS},
         description="What this episode says about the entity, in one or two sentences.",
     )
 
 
 class ExtractedFact(BaseModel):
     source: str = Field(
-        max_length=300, description="Name of the subject entity, exactly as in entities."
+        json_schema_extra={"maxLength": MAX_NAME_CHARS},
+        description="Name of the subject entity, exactly as in entities.",
     )
-    relation: str = Field(max_length=80, description="UPPER_SNAKE relation, preferably one listed.")
+    relation: str = Field(
+        json_schema_extra={"maxLength": MAX_TYPE_CHARS},
+        description="UPPER_SNAKE relation, preferably one listed.",
+    )
     target: str = Field(
-        max_length=300, description="Name of the object entity, exactly as in entities."
+        json_schema_extra={"maxLength": MAX_NAME_CHARS},
+        description="Name of the object entity, exactly as in entities.",
     )
-    fact: str = Field(max_length=1000, description="A self-contained sentence stating the fact.")
+    fact: str = Field(
+        json_schema_extra={"maxLength": MAX_FACT_CHARS},
+        description="A self-contained sentence stating the fact.",
+    )
     edge_type: Literal["semantic", "temporal", "causal", "entity"]
-    confidence: float = Field(ge=0, le=1)
+    confidence: float = Field(json_schema_extra={"minimum": 0, "maximum": 1})
     valid_at: str | None = Field(
         description="ISO-8601 date or datetime the fact became true, resolved against the reference time; null if not stated."
     )
