@@ -21,6 +21,7 @@ from kgapp.graph.errors import GraphError, InvalidRecordId, NotFound
 from kgapp.graph.ingest.extract import parse_when
 from kgapp.graph.records import parse_record_id, to_json
 from kgapp.graph.search import service
+from kgapp.web.schemas import MAX_OFFSET
 from tenants.access import TenantAccess, tenant_access
 from tenants.errors import RoleRequired, TenantAccessError
 from tenants.graph import embedder, tenant_graph
@@ -94,7 +95,8 @@ def facts(request: HttpRequest, slug: str) -> HttpResponse:
     access = _access(request, slug)
     graph = tenant_graph(access.tenant)
     get = request.GET
-    offset = max(0, int(get.get("offset", "0") or 0)) if get.get("offset", "0").isdigit() else 0
+    given = get.get("offset", "0")
+    offset = min(int(given), MAX_OFFSET) if given.isdigit() else 0
     entity = _record(get["entity"], "entity") if get.get("entity") else None
     filters = {
         "q": get.get("q") or None,

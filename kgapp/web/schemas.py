@@ -2,13 +2,52 @@
 
 from __future__ import annotations
 
-from datetime import datetime
-from typing import Any, Literal
+import re
+from datetime import UTC, datetime
+from typing import Annotated, Any, Literal
 
 from ninja import Schema
-from pydantic import Field
+from pydantic import AfterValidator, BeforeValidator, Field
 
 RoleName = Literal["viewer", "editor", "curator", "owner"]
+
+# Paging: an offset past every row answers an empty page; past this it is refused (the
+# store's START takes a 64-bit integer, and no tenant holds this many rows).
+MAX_OFFSET = 100_000_000
+Offset = Annotated[int, Field(ge=0, le=MAX_OFFSET, description="rows to skip")]
+
+# --- moments ------------------------------------------------------------------------------
+# Every moment the API takes is stored as a UTC instant with microsecond precision, from
+# 0001-01-01T00:00:00Z to 9999-12-31T23:59:59.999999Z. An offset that carries a moment out
+# of that range, or a fraction finer than a microsecond, is refused (not clipped or rounded:
+# what is stored is what was sent).
+MOMENT_RANGE = "0001-01-01T00:00:00Z to 9999-12-31T23:59:59.999999Z"
+_FINE_FRACTION = re.compile(r"[T ]\d{2}:\d{2}:\d{2}[.,]\d{6}(\d*)")
+
+
+def _no_finer_than_microseconds(value: Any) -> Any:
+    if isinstance(value, str):
+        match = _FINE_FRACTION.search(value)
+        if match and match.group(1).strip("0"):
+            raise ValueError(
+                "moments are kept to the microsecond: give at most 6 fraction digits"
+            )
+    return value
+
+
+def _in_utc(value: datetime) -> datetime:
+    if value.tzinfo is None:
+        return value.replace(tzinfo=UTC)
+    try:
+        return value.astimezone(UTC)
+    except OverflowError:
+        raise ValueError(f"in UTC this moment falls outside {MOMENT_RANGE}") from None
+
+
+Instant = Annotated[
+    datetime, BeforeValidator(_no_finer_than_microseconds), AfterValidator(_in_utc)
+]
+"""A moment given to the API: an ISO 8601 date-time, in UTC once read (no offset: UTC)."""
 
 
 class ErrorOut(Schema):
@@ -115,7 +154,7 @@ class JobQueuedOut(Schema):
 class EpisodeIn(Schema):
     content: str = Field(min_length=1, max_length=200_000)
     source: Literal["text", "message", "json"] = "text"
-    reference_time: datetime | None = Field(
+    reference_time: Instant | None = Field(
         default=None, description="When the content was true or said; default: now."
     )
     name: str = Field(default="", max_length=200)
@@ -146,8 +185,8 @@ class FactIn(Schema):
     relation: str = Field(min_length=1, max_length=80)
     target: EntityRefIn
     fact: str | None = Field(default=None, max_length=1000)
-    valid_at: datetime | None = None
-    invalid_at: datetime | None = None
+    valid_at: Instant | None = None
+    invalid_at: Instant | None = None
     confidence: float = Field(default=1.0, ge=0, le=1)
 
 

@@ -25,6 +25,7 @@ from kgapp.web.schemas import (
     ErrorOut,
     FactIn,
     FactOut,
+    Offset,
     OntologyIO,
 )
 from tenants.access import tenant_access
@@ -37,7 +38,7 @@ MAX_FILES = 50
 
 class Page(Schema):
     limit: int = Field(default=50, ge=1, le=500)
-    offset: int = Field(default=0, ge=0)
+    offset: Offset = 0
 
 
 class EpisodeFilter(Page):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any, Literal
 
 from django.http import HttpRequest
@@ -21,7 +20,7 @@ from kgapp.graph.search.service import Moment, SearchRequest
 from kgapp.graph.store import TenantStore
 from kgapp.web import enqueue, ratelimits
 from kgapp.web.routers.tenant import DENIED, LIMITED
-from kgapp.web.schemas import ErrorOut
+from kgapp.web.schemas import ErrorOut, Instant
 from tenants.access import tenant_access
 from tenants.graph import embedder, llm_client, tenant_graph
 from tenants.models import Role
@@ -30,8 +29,8 @@ router = Router(tags=["retrieval"])
 
 
 class TimeIn(Schema):
-    as_of: datetime | None = Field(default=None, description="valid time; default now")
-    known_at: datetime | None = Field(default=None, description="system time; default now")
+    as_of: Instant | None = Field(default=None, description="valid time; default now")
+    known_at: Instant | None = Field(default=None, description="system time; default now")
     current_only: bool = Field(
         default=False, description="valid now and not expired (the default without a moment)"
     )
@@ -43,7 +42,7 @@ class TimeIn(Schema):
         return self
 
     def moment(self) -> Moment:
-        return Moment.of(_utc(self.as_of), _utc(self.known_at))
+        return Moment.of(self.as_of, self.known_at)
 
 
 RecipeName = Literal[tuple(RECIPES)]  # type: ignore[valid-type]
@@ -84,12 +83,6 @@ class Page(Schema):
 class Neighbourhood(TimeIn):
     depth: int = Field(default=1, ge=1, le=3)
     limit: int = Field(default=200, ge=1, le=2000)
-
-
-def _utc(moment: datetime | None) -> datetime | None:
-    if moment is None:
-        return None
-    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
 
 
 def _hits(hits: list[service.Hit]) -> list[dict[str, Any]]:
@@ -224,8 +217,8 @@ def fact_history(request: HttpRequest, tenant: str, fact_id: str) -> Any:
 
 
 class GraphIn(Schema):
-    as_of: datetime | None = None
-    known_at: datetime | None = None
+    as_of: Instant | None = None
+    known_at: Instant | None = None
     seed: str | None = Field(default=None, description="an entity id to centre on")
     depth: int = Field(default=2, ge=1, le=3, description="hops around the seed")
     entity_types: list[str] = Field(default_factory=list, max_length=50)
@@ -240,7 +233,7 @@ def graph(request: HttpRequest, tenant: str, params: Query[GraphIn]) -> Any:
     seed = parse_record_id(params.seed, "entity") if params.seed else None
     moment = None
     if params.as_of or params.known_at:
-        moment = Moment.of(_utc(params.as_of), _utc(params.known_at))
+        moment = Moment.of(params.as_of, params.known_at)
     return to_json(
         tenant_graph(access.tenant).run(
             service.graph_elements,
@@ -316,12 +309,12 @@ def query(request: HttpRequest, tenant: str, payload: QueryIn) -> Any:
 
 
 class CommunitiesIn(Schema):
-    as_of: datetime | None = Field(default=None, description="a past detection; default current")
+    as_of: Instant | None = Field(default=None, description="a past detection; default current")
     limit: int = Field(default=100, ge=1, le=1000)
 
 
 class RebuildIn(Schema):
-    as_of: datetime | None = Field(
+    as_of: Instant | None = Field(
         default=None, description="detect for the graph as it was then (kept apart)"
     )
 
@@ -332,7 +325,7 @@ def community_list(request: HttpRequest, tenant: str, params: Query[CommunitiesI
     access = tenant_access(request.user, tenant)
     return to_json(
         tenant_graph(access.tenant).run(
-            communities.communities_list, as_of=_utc(params.as_of), limit=params.limit
+            communities.communities_list, as_of=params.as_of, limit=params.limit
         )
     )
 
@@ -342,7 +335,7 @@ def community_rebuild(request: HttpRequest, tenant: str, payload: RebuildIn) -> 
     """Queue community detection (editor); the job reports counts and timings."""
     access = tenant_access(request.user, tenant, Role.EDITOR)
     job = enqueue.rebuild_communities(
-        access.tenant, created_by=request.user.get_username(), as_of=_utc(payload.as_of)
+        access.tenant, created_by=request.user.get_username(), as_of=payload.as_of
     )
     return Status(202, {"job_id": job["id"], "status": job["status"]})
 

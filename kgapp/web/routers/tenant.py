@@ -19,6 +19,7 @@ from kgapp.web.schemas import (
     JobQueuedOut,
     MemberIn,
     MemberOut,
+    Offset,
     TenantDetailOut,
 )
 from tenants import selectors, services
@@ -34,7 +35,7 @@ LIMITED = {429: ErrorOut}  # routes with a rate limit (kgapp/web/ratelimits.py)
 class JobFilter(Schema):
     status: str | None = Field(default=None, pattern="^(" + "|".join(jobs.JOB_STATUSES) + ")$")
     limit: int = Field(default=50, ge=1, le=500)
-    offset: int = Field(default=0, ge=0)
+    offset: Offset = 0
 
 
 @router.get("/t/{tenant}/", response={200: TenantDetailOut, **DENIED})
