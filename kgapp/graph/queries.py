@@ -475,14 +475,29 @@ SELECT id, name, entity_type, summary, degree, name_embedding, merged_into FROM 
 def changes_since(table: str, since: int | datetime, limit: int) -> str:
     """A table's changefeed from a versionstamp or a time. SHOW CHANGES takes no
     parameters (3.0.2: "expected a version stamp or a date-time"), so the cursor, an
-    integer or a datetime of our own, is formatted after its type is checked."""
+    integer or a datetime of our own, is formatted after its type is checked.
+
+    LIMIT counts the entries of every table of the database (3.0.2), so a page may hold
+    fewer than `limit` entries of this table, or none, before the feed's end."""
+    cursor = _feed_cursor(since)
+    return f"SHOW CHANGES FOR TABLE {check_table(table)} SINCE {cursor} LIMIT {int(limit)};"
+
+
+def feed_since(since: int | datetime, limit: int) -> str:
+    """Every changefeed table of the database, in versionstamp order (kgapp/graph/live.py
+    reads it in pages). One versionstamp holds one entry per table it touched."""
+    return f"SHOW CHANGES FOR DATABASE SINCE {_feed_cursor(since)} LIMIT {int(limit)};"
+
+
+SERVER_NOW = "RETURN time::now();"
+
+
+def _feed_cursor(since: int | datetime) -> str:
     if isinstance(since, datetime):
-        literal = "d'" + since.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ") + "'"
-    elif isinstance(since, int) and not isinstance(since, bool) and since >= 0:
-        literal = str(since)
-    else:
-        raise GraphError(f"not a changefeed cursor: {since!r}")
-    return f"SHOW CHANGES FOR TABLE {check_table(table)} SINCE {literal} LIMIT {int(limit)};"
+        return "d'" + since.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ") + "'"
+    if isinstance(since, int) and not isinstance(since, bool) and 0 <= since < 2**64:
+        return str(since)
+    raise GraphError(f"not a changefeed cursor: {since!r}")
 
 
 FACTS_OF_ENTITY = f"""
@@ -493,7 +508,9 @@ WHERE out = $entity AND {_VISIBLE};
 """
 
 FACT_BY_ID = f"SELECT {_FACT_FIELDS} FROM ONLY $id;"
-FACTS_BY_IDS = f"SELECT {_FACT_FIELDS} FROM $ids;"
+# A missing record (deleted since the index heard of it) is skipped, not evaluated as
+# NONE (3.0: record::id(NONE) fails the whole statement).
+FACTS_BY_IDS = f"SELECT {_FACT_FIELDS} FROM $ids WHERE id != NONE;"
 
 # Facts within `depth` hops of the seed entities (breadth-first over visible facts).
 FACTS_NEAR = f"""

@@ -128,6 +128,11 @@ class Postings:
         return 6 * self._entries + self.lengths.data.nbytes
 
 
+def _table_of(row: dict[str, Any]) -> str | None:
+    record = row.get("id")
+    return getattr(record, "table_name", None)
+
+
 class SearchIndex:
     """Rows of one table: BM25 per text field, a vector per row, and subclass columns.
 
@@ -160,21 +165,27 @@ class SearchIndex:
     # --- keeping up with the database ------------------------------------------------
 
     async def refresh(self, store: TenantStore) -> None:
-        """Apply what was committed since the last refresh (or load everything)."""
+        """Apply what was committed since the last refresh (or load everything).
+
+        The database's feed is read, not the table's: SHOW CHANGES ... LIMIT counts the
+        entries of every table, so a table's page can be empty before the feed's end, and
+        a cursor moved only by this table's entries would stop for good behind a burst of
+        other tables' changes (deleted rows would stay findable)."""
         if self.cursor is None or time.monotonic() - self.refreshed > IDLE_RELOAD:
             await self._load(store)
             return
         epoch, _, changes = await store.query(
-            queries.SEARCH_INDEX_STATE + queries.changes_since(self.table, self.cursor, CHANGES)
+            queries.SEARCH_INDEX_STATE + queries.feed_since(self.cursor, CHANGES)
         )
         if epoch != self.epoch or self._worn_out():
             await self._load(store)
             return
         while True:
-            self._take(changes or [])
-            if len(changes or []) < CHANGES:
+            full = len(changes or []) >= CHANGES
+            self._take(changes or [], full=full)
+            if not full:
                 break
-            changes = await store.query_one(queries.changes_since(self.table, self.cursor, CHANGES))
+            changes = await store.query_one(queries.feed_since(self.cursor, CHANGES))
         self.refreshed = time.monotonic()
 
     async def _load(self, store: TenantStore) -> None:
@@ -189,18 +200,23 @@ class SearchIndex:
             self.cursor = now - CURSOR_MARGIN
             self.refreshed = time.monotonic()
 
-    def _take(self, changes: list[dict[str, Any]]) -> None:
-        """Apply changefeed entries in commit order: creates, updates and deletes."""
+    def _take(self, changes: list[dict[str, Any]], *, full: bool = False) -> None:
+        """Apply this table's changefeed entries in commit order: creates, updates and
+        deletes. A full page may end inside a versionstamp (one entry per table), so the
+        next page starts at its last versionstamp again; applying a row twice is a no-op."""
         with self.lock:
             for entry in changes:
                 for change in entry.get("changes") or []:
                     if "delete" in change:
-                        self._forget(record_key(change["delete"]["id"]))
-                    elif isinstance(change.get("current"), dict):
-                        self._apply(change["current"])
-                    elif isinstance(change.get("update"), dict):
-                        self._apply(change["update"])
-                self.cursor = int(entry["versionstamp"]) + 1
+                        if _table_of(change["delete"]) == self.table:
+                            self._forget(record_key(change["delete"]["id"]))
+                        continue
+                    row = change.get("current") or change.get("update")
+                    if isinstance(row, dict) and _table_of(row) == self.table:
+                        self._apply(row)
+            if changes:
+                last = int(changes[-1]["versionstamp"])
+                self.cursor = last if full else last + 1
 
     def _worn_out(self) -> bool:
         return self.dead > 1000 and self.dead > REBUILD_DEAD_SHARE * len(self.keys)

@@ -335,16 +335,23 @@ async def _rank(
                 else:
                     records.pop(key)
 
+    async def read_top(ranked: list[tuple[str, float]], limit: int) -> list[Hit]:
+        """The first `limit` hits, every one read back: a row gone from the database
+        (the index had not heard yet) lets the next one up, which is read in turn."""
+        while True:
+            top = [(k, v) for k, v in ranked if k in records][:limit]
+            if hydrate is None or not any(STUB in records[k] for k, _ in top):
+                return [Hit(k, v, methods[k], records[k]) for k, v in top]
+            await read([k for k, _ in top])
+
     fused = rerank.rrf([[record_key(r["id"]) for r in rows] for rows in found.values()])
     order = [key for key, _ in fused]
     if request.reranker in ("node_distance", "episode_mentions"):
         await read(order)
         order = [key for key in order if key in records]
     if request.reranker == "cross_encoder":
-        ranked = fused  # the model reranks these afterwards, across all kinds at once
-        await read([k for k, _ in ranked[: rank_prompt.MAX_PASSAGES]])
-        hits = [Hit(k, v, methods[k], records[k]) for k, v in ranked if k in records]
-        return hits[: rank_prompt.MAX_PASSAGES]
+        # The model reranks these afterwards, across all kinds at once.
+        return await read_top(fused, rank_prompt.MAX_PASSAGES)
     if request.reranker == "mmr" and vector is not None:
         ranked = rerank.mmr(
             vector, index.vectors_of(order), lambda_=request.mmr_lambda, limit=request.limit
@@ -357,9 +364,7 @@ async def _rank(
     else:
         ranked = fused
     ranked = [(key, score) for key, score in ranked if score >= request.min_score]
-    await read([key for key, _ in ranked[: request.limit]])
-    hits = [Hit(key, score, methods[key], records[key]) for key, score in ranked if key in records]
-    return hits[: request.limit]
+    return await read_top(ranked, request.limit)
 
 
 def _wanted(request: SearchRequest, kind: str, row: dict[str, Any]) -> bool:
