@@ -1,8 +1,20 @@
-from django.urls import path
+from channels.generic.websocket import AsyncWebsocketConsumer
+from django.urls import path, re_path
 
 from kgapp.web.consumers import GraphConsumer, LiveConsumer
+
+CLOSE_NOT_FOUND = 4404
+
+
+class NoSuchSocket(AsyncWebsocketConsumer):
+    """Any other WebSocket path: the handshake is refused (not a server error)."""
+
+    async def connect(self) -> None:
+        await self.close(code=CLOSE_NOT_FOUND)
+
 
 websocket_urlpatterns = [
     path("ws/t/<str:slug>/live/", LiveConsumer.as_asgi()),
     path("ws/t/<str:slug>/graph/", GraphConsumer.as_asgi()),
+    re_path(r"", NoSuchSocket.as_asgi()),
 ]

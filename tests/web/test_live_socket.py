@@ -106,3 +106,17 @@ async def test_job_changes_are_relayed(make_tenant, member) -> None:
     change = await asyncio.wait_for(next_change(socket), 5)
     assert change["table"] == "job" and change["data"]["kind"] == "probe"
     await socket.disconnect()
+
+
+@pytest.mark.parametrize(
+    "url", ["/ws/nope/", "/ws/t/a/../b/live/", "/ws/t//live/", "/ws/t/x/live/extra/", "/"]
+)
+async def test_unknown_socket_paths_are_refused_not_errors(url: str, make_user) -> None:
+    """No login needed to ask: the handshake is refused, with no exception inside."""
+    anonymous = WebsocketCommunicator(application, url, headers=[ORIGIN])
+    connected, code = await anonymous.connect(timeout=5)
+    assert (connected, code) == (False, 4404)
+    user = await sync_to_async(make_user)()
+    member_cookie = await sync_to_async(session_cookie)(user)
+    known = WebsocketCommunicator(application, url, headers=[ORIGIN, member_cookie])
+    assert await known.connect(timeout=5) == (False, 4404)
