@@ -203,6 +203,13 @@ SURREAL_CONNECT_ATTEMPTS = env.integer("SURREAL_CONNECT_ATTEMPTS", 4)
 SURREAL_BIND = env.text("SURREAL_BIND", "127.0.0.1:8811")
 SURREAL_STORAGE = env.text("SURREAL_STORAGE", f"rocksdb://{VAR_DIR / 'surreal'}")
 SCHEMA_DIR = BASE_DIR / "schema"
+# Live updates (kgapp/web/live.py): each hub reads its tenant's change feed every
+# KG_LIVE_FEED_INTERVAL seconds, reads KG_LIVE_FEED_LOOKBACK seconds back for commits that
+# became visible late, and reads at once when a LIVE SELECT on this node says something
+# committed (KG_LIVE_SELECT; a cluster's other nodes' writes wait for the interval).
+LIVE_FEED_INTERVAL = env.number("KG_LIVE_FEED_INTERVAL", 0.2)
+LIVE_FEED_LOOKBACK = env.number("KG_LIVE_FEED_LOOKBACK", 1.0)
+LIVE_SELECT = env.flag("KG_LIVE_SELECT", True)
 EMBEDDING_DIM = env.integer("KG_EMBEDDING_DIM", 384)
 
 # --- LLM and embeddings ---------------------------------------------------------------

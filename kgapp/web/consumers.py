@@ -1,11 +1,11 @@
 """WebSockets of a member's live view of their tenant's graph tables:
 /ws/t/<slug>/live/ (changes as they commit) and /ws/t/<slug>/graph/ (the explorer's:
-the same, plus a replay of what a reconnecting client missed)."""
+the same, plus a replay of what a reconnecting client missed). Each change carries its
+change-feed versionstamp (a decimal string), which is the replay cursor."""
 
 from __future__ import annotations
 
-from dataclasses import asdict
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -14,19 +14,23 @@ from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
 from kgapp.graph import live
 from kgapp.graph.errors import GraphError
-from kgapp.graph.records import to_json
-from kgapp.web.live import LiveHub, hub_acquire, hub_release, live_payload
+from kgapp.web.live import LiveHub, change_json, hub_acquire, hub_release, live_payload
 from tenants.access import tenant_access
 from tenants.errors import TenantAccessError
+from tenants.events import tenant_group
 from tenants.graph import tenant_graph
 
-# Close codes a browser can act on: 4401 not logged in / not a member, 4503 store down.
+# Close codes a browser can act on: 4403 not logged in / not a member; 4409 the socket fell
+# behind the tenant's changes (reconnect, with the cursor on the explorer's socket).
 CLOSE_FORBIDDEN = 4403
+CLOSE_BEHIND = 4409
 READY_TIMEOUT = 10.0
 
 
 class LiveConsumer(AsyncJsonWebsocketConsumer):
     hub: LiveHub | None = None
+    seq: int | None = None  # the number of the last batch of changes from the hub
+    behind = False
 
     async def connect(self) -> None:
         slug = self.scope["url_route"]["kwargs"]["slug"]
@@ -38,6 +42,7 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):
         self.user_id = self.scope["user"].pk
         self.tenant = access.tenant
         self.hub = hub_acquire(access.tenant.namespace)
+        await self.channel_layer.group_add(tenant_group(self.tenant.namespace), self.channel_name)
         await self.channel_layer.group_add(self.hub.group, self.channel_name)
         await self.accept()
         ready = await self.hub.wait_ready(READY_TIMEOUT)
@@ -50,6 +55,9 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):
     async def disconnect(self, code: int) -> None:
         if self.hub is not None:
             await self.channel_layer.group_discard(self.hub.group, self.channel_name)
+            await self.channel_layer.group_discard(
+                tenant_group(self.tenant.namespace), self.channel_name
+            )
             hub_release(self.hub)
             self.hub = None
 
@@ -57,23 +65,35 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):
         if isinstance(content, dict) and content.get("type") == "ping":
             await self.send_json({"type": "pong"})
 
-    async def graph_change(self, event: dict[str, Any]) -> None:
-        await self.send_json({**live_payload(event["change"]), "at": event.get("at")})
+    async def graph_changes(self, event: dict[str, Any]) -> None:
+        seq = int(event["seq"])
+        if self.behind or (self.seq is not None and seq <= self.seq):
+            return  # closing, or a batch published again after a channel-layer error
+        if self.seq is not None and seq > self.seq + 1:
+            self.behind = True  # the channel layer dropped a batch: a full queue
+            await self.close(code=CLOSE_BEHIND)
+            return
+        self.seq = seq
+        for change in event["changes"]:
+            if self.shows(change):
+                await self.send_json({**live_payload(change), "at": event.get("at")})
+
+    def shows(self, change: dict[str, Any]) -> bool:
+        return True
 
     async def access_revoked(self, event: dict[str, Any]) -> None:
         if event.get("user_id") == self.user_id:
             await self.close(code=CLOSE_FORBIDDEN)
 
 
-REPLAY_MARGIN = timedelta(seconds=10)
-
-
 class GraphConsumer(LiveConsumer):
-    """The explorer's socket. `?since=<ISO time>` (the `at` of the last message the
-    client had) asks for what the change feeds recorded from a little before then. The
-    replay is sent inside `connect`, and a consumer handles one message at a time, so
-    live changes arriving meanwhile wait in the channel layer and follow it: the client
-    ends with every record's latest state. Too much missed: `replay.reload`."""
+    """The explorer's socket. `?since=<versionstamp>` (of the last change the client
+    had) asks for every change the feed recorded after it. The replay is sent inside
+    `connect`, and a consumer handles one message at a time, so live changes arriving
+    meanwhile wait in the channel layer and follow it; those the replay already sent are
+    dropped, so each change reaches the client once. Too much missed: `replay.reload`."""
+
+    replayed: frozenset[str] = frozenset()
 
     async def connect(self) -> None:
         self.since = _since(self.scope.get("query_string", b""))
@@ -83,28 +103,29 @@ class GraphConsumer(LiveConsumer):
         if self.since is None:
             return
         try:
-            changes = await tenant_graph(self.tenant).arun(
-                live.changes_since, self.since - REPLAY_MARGIN
-            )
+            changes = await tenant_graph(self.tenant).arun(live.changes_since, self.since)
         except live.ReplayTooLong:
             await self.send_json({"type": "replay.reload"})
         except GraphError:
             await self.send_json({"type": "live.unavailable", "at": _now()})
         else:
-            for change in changes:
-                await self.send_json({**live_payload(to_json(asdict(change))), "replayed": True})
+            sent = [change_json(change) for change in changes]
+            for change in sent:
+                await self.send_json({**live_payload(change), "replayed": True})
+            self.replayed = frozenset(change["versionstamp"] for change in sent)
             await self.send_json({"type": "replay.done", "count": len(changes)})
 
+    def shows(self, change: dict[str, Any]) -> bool:
+        return change.get("versionstamp") not in self.replayed
 
-def _since(query_string: bytes) -> datetime | None:
+
+def _since(query_string: bytes) -> int | None:
+    """The cursor, or None (live only: the client reloads its view) when unreadable."""
     values = parse_qs(query_string.decode("latin-1")).get("since")
-    if not values:
+    if not values or not (values[0].isascii() and values[0].isdigit()) or len(values[0]) > 20:
         return None
-    try:
-        moment = datetime.fromisoformat(values[0])  # a trailing Z reads as UTC
-    except ValueError:
-        return None  # an unreadable cursor: live only (the client reloads its view)
-    return moment.astimezone(UTC) if moment.tzinfo else moment.replace(tzinfo=UTC)
+    stamp = int(values[0])
+    return stamp if stamp < 2**64 else None
 
 
 def _now() -> str:

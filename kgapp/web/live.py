@@ -1,8 +1,17 @@
-"""One LIVE SELECT hub per tenant per web process, fanned out through a Channels group.
+"""One live hub per tenant per web process, fanned out through a Channels group.
 
-The subscriptions run on the graph runtime's loop (which owns SurrealDB sockets);
-changes cross to the web loop through a queue and are published to the tenant's
-group in the order they arrived.
+The hub follows the tenant's change feed (kgapp/graph/live.py `FeedTail`): it reads
+what committed since its last read every `LIVE_FEED_INTERVAL` seconds, whichever
+SurrealDB node took the write, and sooner when a LIVE SELECT on this node rings the
+doorbell (`LIVE_SELECT`). Every change it publishes comes from the feed, with its
+versionstamp: the explorer's replay cursor.
+
+The feed reads and the live queries run on the graph runtime's loop (which owns the
+SurrealDB sockets); changes cross to the web loop through a queue and are published in
+the order they were read, in numbered batches, to a group of this hub's own (every web
+process has its hub, and each socket listens to its process's). A channel layer drops
+messages to a socket that has 100 waiting; a socket that finds a number missing closes
+with CLOSE_BEHIND, and the explorer reconnects and replays from its cursor.
 """
 
 from __future__ import annotations
@@ -10,6 +19,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
+import uuid
 import weakref
 from concurrent.futures import Future
 from dataclasses import asdict
@@ -17,10 +28,11 @@ from datetime import UTC, datetime
 from typing import Any
 
 from channels.layers import get_channel_layer
+from django.conf import settings
 
 from kgapp.graph import queries
-from kgapp.graph.errors import GraphUnavailable
-from kgapp.graph.live import Change, LiveSubscription
+from kgapp.graph.errors import GraphError
+from kgapp.graph.live import Change, FeedTail, LiveSubscription, server_now
 from kgapp.graph.records import to_json
 from tenants.events import tenant_group
 from tenants.graph import graph_runtime
@@ -28,21 +40,26 @@ from tenants.graph import graph_runtime
 logger = logging.getLogger(__name__)
 
 RECONNECT_MIN, RECONNECT_MAX = 0.5, 10.0
+BATCH = 200  # changes per group message at most
 
 
 class LiveHub:
     def __init__(self, namespace: str, tables: frozenset[str] = queries.LIVE_TABLES):
         self.namespace = namespace
-        self.group = tenant_group(namespace)
+        self.group = f"{tenant_group(namespace)}.{uuid.uuid4().hex[:16]}"
         self.users = 0
         self._tables = tables
-        self._open: set[str] = set()
+        self._interval = float(settings.LIVE_FEED_INTERVAL)
+        self._lookback = float(settings.LIVE_FEED_LOOKBACK)
         self._ready = asyncio.Event()
         self._web_loop = asyncio.get_running_loop()
-        self._changes: asyncio.Queue[Change] = asyncio.Queue()
+        self._changes: asyncio.Queue[list[Change]] = asyncio.Queue()
+        self._doorbell = asyncio.Event()  # set and awaited on the runtime loop only
         runtime = graph_runtime()
-        self._config = runtime.config
-        self._pumps: list[Future[None]] = [runtime.submit(self._pump(t)) for t in tables]
+        self._runtime = runtime
+        self._tasks: list[Future[None]] = [runtime.submit(self._follow())]
+        if settings.LIVE_SELECT:
+            self._tasks += [runtime.submit(self._ring(table)) for table in tables]
         self._publisher = asyncio.create_task(self._publish())
 
     async def wait_ready(self, timeout: float) -> bool:
@@ -52,25 +69,57 @@ class LiveHub:
         return self._ready.is_set()
 
     def stop(self) -> None:
-        for pump in self._pumps:
-            pump.cancel()
+        for task in self._tasks:
+            task.cancel()
         self._publisher.cancel()
 
-    async def _pump(self, table: str) -> None:
-        """On the runtime loop: keep a live query open on `table`, forever."""
+    async def _follow(self) -> None:
+        """On the runtime loop: read the feed forever; sweep back once per interval."""
+        store = self._runtime.store(self.namespace)
+        tail: FeedTail | None = None
+        swept = 0.0
         delay = RECONNECT_MIN
         while True:
             try:
-                async with LiveSubscription(self._config, self.namespace, table) as changes:
-                    self._on_web(self._mark_open, table, True)
+                if tail is None:
+                    tail = FeedTail(await server_now(store), self._lookback, self._tables)
+                sweep = time.monotonic() - swept >= self._interval
+                changes = await tail.read(store, sweep=sweep)
+            except GraphError as error:
+                logger.info("feed of %s: %s; retrying in %.1fs", self.namespace, error, delay)
+                self._on_web(self._mark_ready, False)
+                await asyncio.sleep(delay)
+                delay = min(RECONNECT_MAX, delay * 2)
+                continue
+            delay = RECONNECT_MIN
+            if sweep:
+                swept = time.monotonic()
+            self._on_web(self._mark_ready, True)
+            if changes:
+                self._on_web(self._changes.put_nowait, changes)
+            if not tail.behind:
+                await self._wait_doorbell(self._interval - (time.monotonic() - swept))
+
+    async def _wait_doorbell(self, timeout: float) -> None:
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(max(0.0, timeout)):
+                await self._doorbell.wait()
+        self._doorbell.clear()
+
+    async def _ring(self, table: str) -> None:
+        """On the runtime loop: a live query on `table` whose notifications only say that
+        something committed on this node, so that the feed is read now."""
+        delay = RECONNECT_MIN
+        while True:
+            try:
+                async with LiveSubscription(self._runtime.config, self.namespace, table) as notes:
                     delay = RECONNECT_MIN
-                    async for change in changes:
-                        self._on_web(self._changes.put_nowait, change)
-            except GraphUnavailable as error:
+                    async for _ in notes:
+                        self._doorbell.set()
+            except GraphError as error:
                 logger.info(
                     "live %s.%s lost (%s); retrying in %.1fs", self.namespace, table, error, delay
                 )
-            self._on_web(self._mark_open, table, False)
             await asyncio.sleep(delay)
             delay = min(RECONNECT_MAX, delay * 2)
 
@@ -78,26 +127,35 @@ class LiveHub:
         with contextlib.suppress(RuntimeError):  # the web loop has closed
             self._web_loop.call_soon_threadsafe(callback, *args)
 
-    def _mark_open(self, table: str, is_open: bool) -> None:
-        (self._open.add if is_open else self._open.discard)(table)
-        if self._open == set(self._tables):
-            self._ready.set()
-        else:
-            self._ready.clear()
+    def _mark_ready(self, ready: bool) -> None:
+        (self._ready.set if ready else self._ready.clear)()
 
     async def _publish(self) -> None:
         layer = get_channel_layer()
         assert layer is not None, "CHANNEL_LAYERS must be configured"
+        seq = 0
         while True:
-            change = await self._changes.get()
-            await layer.group_send(
-                self.group,
-                {
-                    "type": "graph.change",
-                    "change": to_json(asdict(change)),
-                    "at": datetime.now(UTC).isoformat(),
-                },
-            )
+            changes = await self._changes.get()
+            while len(changes) < BATCH and not self._changes.empty():
+                changes += self._changes.get_nowait()
+            for start in range(0, len(changes), BATCH):
+                seq += 1
+                batch = [change_json(change) for change in changes[start : start + BATCH]]
+                event = {"type": "graph.changes", "seq": seq, "changes": batch, "at": _now()}
+                await self._send(layer, event)
+
+    async def _send(self, layer: Any, event: dict[str, Any]) -> None:
+        delay = RECONNECT_MIN
+        while True:
+            try:
+                await layer.group_send(self.group, event)
+                return
+            except Exception as error:  # the channel layer's server (Redis) is down
+                # Keep the batch and the order: sockets ignore a number they had, and
+                # those that lost their channel meanwhile reconnect and replay.
+                logger.warning("live %s: publishing failed (%s)", self.namespace, error)
+                await asyncio.sleep(delay)
+                delay = min(RECONNECT_MAX, delay * 2)
 
 
 _hubs: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, LiveHub]] = (
@@ -123,5 +181,17 @@ def hub_release(hub: LiveHub) -> None:
             del hubs[hub.namespace]
 
 
+def change_json(change: Change) -> dict[str, Any]:
+    """A change as browsers get it. The versionstamp is a string: it is above 2**53, which
+    JavaScript numbers cannot hold exactly."""
+    shown = to_json(asdict(change))
+    shown["versionstamp"] = None if change.versionstamp is None else str(change.versionstamp)
+    return shown
+
+
 def live_payload(change: dict[str, Any]) -> dict[str, Any]:
     return {"type": "change", **change}
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat()

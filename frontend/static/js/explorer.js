@@ -32,7 +32,7 @@ const state = {
   shown: new Map(), // element id -> 'on' | 'past' | 'off'
   visible: { nodes: 0, edges: 0 }, // how many are shown (kept by setShown)
   justEnded: new Set(), // facts ended by a live change: drawn as history until the view changes
-  lastAt: null, // the server time of the last message: where a replay starts
+  lastVs: null, // the change-feed versionstamp of the last change (a decimal string): where a replay starts
   playing: null,
   placing: 0, // server layouts in flight (until the frame after they are applied)
 };
@@ -772,9 +772,16 @@ function jobToast(job) {
   else toast(id, `Ingesting${progress}…`);
 }
 
+// Versionstamps exceed 2**53, so they are compared as BigInts. A change that became
+// visible late can carry a lower one than the last: the cursor keeps the highest.
+function noteVersionstamp(vs) {
+  if (typeof vs !== 'string' || !/^[0-9]+$/.test(vs)) return;
+  if (state.lastVs === null || BigInt(vs) > BigInt(state.lastVs)) state.lastVs = vs;
+}
+
 function connect(attempt = 0) {
   const scheme = window.location.protocol === 'https:' ? 'wss' : 'ws';
-  const since = state.lastAt ? `?since=${encodeURIComponent(state.lastAt)}` : '';
+  const since = state.lastVs ? `?since=${encodeURIComponent(state.lastVs)}` : '';
   let socket;
   try {
     socket = new WebSocket(`${scheme}://${window.location.host}${SOCKET}${since}`);
@@ -787,7 +794,7 @@ function connect(attempt = 0) {
   socket.addEventListener('open', () => { attempt = 0; });
   socket.addEventListener('message', (event) => {
     const message = JSON.parse(event.data);
-    if (message.at) state.lastAt = message.at;
+    if (message.type === 'change') noteVersionstamp(message.versionstamp);
     if (message.type === 'live.ready') status(since ? 'Catching up…' : 'Live');
     else if (message.type === 'live.unavailable') status('The graph store is unavailable; retrying…');
     else if (message.type === 'replay.done') status('Live');
