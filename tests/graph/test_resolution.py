@@ -142,3 +142,51 @@ async def test_concurrent_posts_of_facts_about_the_same_entities_all_land(graph)
     assert len(episodes) == 24 - len(conflicts)
     again = await post(3)
     assert not isinstance(again, WriteConflict) and again.created is False
+
+
+FIRST = ["Ábel", "Brontë", "Çelik", "Dóra", "Éowyn", "Fíona", "Gráinne", "Hélène", "Ísak", "Jürgen"]
+LAST = ["Nakashima", "Oyelaran", "Papadakis", "Quispe", "Rasmussen",
+        "Szymański", "Thorvaldsen", "Urquhart", "Vasquez", "Wójcik"]
+
+
+def _variant(name: str, worker: int) -> str:
+    """The same name as eight writers might give it: case, spaces, Unicode forms."""
+    import unicodedata
+
+    return [
+        name,
+        name.lower(),
+        name.upper(),
+        "  " + name.replace(" ", "   ") + " ",
+        unicodedata.normalize("NFD", name),
+        unicodedata.normalize("NFD", name.upper()),
+        name.replace(" ", "\u00a0"),
+        name.title(),
+    ][worker]
+
+
+async def test_eight_concurrent_writers_of_name_variants_make_exactly_one_entity_each(
+    graph,
+) -> None:
+    """100 people, each named by 8 concurrent writers in a different form: 100 entities."""
+    import asyncio
+    import unicodedata
+
+    people = [f"{first} {last}" for first in FIRST for last in LAST]
+    assert len(set(people)) == 100
+    embedder = local_embedder()
+
+    async def writer(worker: int) -> None:
+        order = people[worker * 13 % 100:] + people[: worker * 13 % 100]  # collide often
+        for a, b in zip(order[::2], order[1::2], strict=True):
+            await fact_add(
+                graph, source=(_variant(a, worker), "Person"), relation="KNOWS",
+                target=(_variant(b, worker), "Person"), fact=None, valid_at=JAN,
+                invalid_at=None, confidence=0.9, embedder=embedder, created_by=f"w{worker}",
+            )
+
+    await asyncio.gather(*(writer(w) for w in range(8)))
+    rows = await graph.query_one("SELECT name FROM entity")  # merged ones count too
+    names = sorted(unicodedata.normalize("NFC", " ".join(r["name"].split())) for r in rows)
+    assert len(rows) == 100, names
+    assert {n.casefold() for n in names} == {p.casefold() for p in people}
