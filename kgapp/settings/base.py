@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import base64
+from hashlib import sha256
 from pathlib import Path
 
 import dj_database_url
+from csp.constants import NONE, SELF
 
 from kgapp.settings import env
 from kgapp.surreal_server import local_credentials
@@ -26,6 +29,7 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "channels",
+    "ninja",  # serves the API docs' Swagger UI from static files (no CDN, no inline script)
     "tenants",
     "kgapp.web",
 ]
@@ -40,6 +44,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "csp.middleware.CSPMiddleware",
     "tenants.middleware.TenantMiddleware",
     "kgapp.web.middleware.GraphUnavailableMiddleware",
 ]
@@ -96,6 +101,26 @@ STATICFILES_DIRS = [("app", BASE_DIR / "frontend" / "static")] + [
     if (BASE_DIR / "node_modules" / name).is_dir()
 ]
 
+# --- Browser security ----------------------------------------------------------------
+# Content-Security-Policy (django-csp) on every page: scripts and styles only from our
+# static files (no inline script, handler or style). The one inline <style> allowed is
+# the rule Cytoscape injects for its container, by hash.
+CYTOSCAPE_STYLE = ".__________cytoscape_container { position: relative; }"
+_CYTOSCAPE_STYLE_HASH = base64.b64encode(sha256(CYTOSCAPE_STYLE.encode()).digest()).decode()
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [SELF],
+        "script-src": [SELF],
+        "style-src": [SELF, f"'sha256-{_CYTOSCAPE_STYLE_HASH}'"],
+        "img-src": [SELF, "data:", "blob:"],
+        "font-src": [SELF],
+        "connect-src": [SELF],  # fetch and the same-origin WebSockets
+        "object-src": [NONE],
+        "base-uri": [SELF],
+        "form-action": [SELF],
+        "frame-ancestors": [NONE],
+    }
+}
 # A TLS-terminating proxy in front that sets X-Forwarded-Proto and X-Forwarded-For
 # (replacing what clients send): only then are those headers believed.
 TRUSTED_PROXY = env.flag("DJANGO_TRUSTED_PROXY", False)
