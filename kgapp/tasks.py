@@ -17,7 +17,7 @@ from kgapp.graph.ingest.service import ingest_run
 from kgapp.graph.records import parse_record_id, to_json
 from kgapp.graph.search import service as search_service
 from kgapp.graph.store import TenantStore
-from tenants.graph import embedder, llm_client, offline_extractor, tenant_graph
+from tenants.graph import embedder, llm_client, offline_extractor, pdf_limits, tenant_graph
 from tenants.models import Tenant
 
 
@@ -64,7 +64,12 @@ def _communities_if_due(tenant: Tenant) -> None:
 
 async def _ingest(store: TenantStore, job: Any) -> dict[str, Any]:
     return await ingest_run(
-        store, job, embedder=embedder(), llm=llm_client(store), extractor=offline_extractor()
+        store,
+        job,
+        embedder=embedder(),
+        llm=llm_client(store),
+        extractor=offline_extractor(),
+        pdf=pdf_limits(),
     )
 
 

@@ -10,6 +10,7 @@ from django.core.signals import setting_changed
 
 from kgapp.graph.embeddings import Embedder, OpenAIEmbedder, local_embedder
 from kgapp.graph.ingest.offline import OfflineExtractor
+from kgapp.graph.ingest.pdf import PdfLimits
 from kgapp.graph.llm.cache import SurrealCache
 from kgapp.graph.llm.client import LLMClient, LLMConfig
 from kgapp.graph.schema import Migration, load_migrations
@@ -91,6 +92,17 @@ def offline_extractor() -> OfflineExtractor:
 @functools.cache
 def _offline_extractor(model_name: str) -> OfflineExtractor:
     return OfflineExtractor(model_name)
+
+
+def pdf_limits() -> PdfLimits:
+    """What the worker may spend reading one uploaded PDF."""
+    return PdfLimits(
+        seconds=settings.PDF_MAX_SECONDS,
+        pages=settings.PDF_MAX_PAGES,
+        stream_bytes=settings.PDF_MAX_STREAM_BYTES,
+        text_chars=settings.PDF_MAX_TEXT_CHARS,
+        memory_bytes=settings.PDF_MAX_MEMORY_BYTES,
+    )
 
 
 def embedder() -> Embedder:

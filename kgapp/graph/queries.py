@@ -341,13 +341,23 @@ UPDATE ONLY $job SET status = $status, finished_at = time::now(), updated_at = t
     result = $result, error = $error, phase = NONE;
 """
 
-DOCUMENT_BY_HASH = "SELECT * FROM document WHERE content_hash = $hash LIMIT 1;"
+# A document's content (`text`, `messages`, and a PDF's `raw` bytes) is read only by
+# the worker; every other read leaves it out.
+DOCUMENT_BY_HASH = (
+    "SELECT * OMIT text, messages, raw FROM document WHERE content_hash = $hash LIMIT 1;"
+)
 
-DOCUMENT_CREATE = "CREATE ONLY $id CONTENT $data;"
+DOCUMENT_CREATE = """
+CREATE ONLY $id CONTENT $data RETURN NONE;
+SELECT * OMIT text, messages, raw FROM ONLY $id;
+"""
 
-DOCUMENT_GET = "SELECT * OMIT text, messages FROM ONLY $id;"
+DOCUMENT_GET = "SELECT * OMIT text, messages, raw FROM ONLY $id;"
 
-DOCUMENT_CONTENT = "SELECT kind, text, messages, file_name, title, created_at FROM ONLY $id;"
+DOCUMENT_CONTENT = "SELECT kind, text, messages, raw, file_name, title, created_at FROM ONLY $id;"
+
+# A PDF read by the worker becomes a text document; the file itself is not kept.
+DOCUMENT_TEXT_SET = "UPDATE ONLY $id SET kind = 'text', text = $text, raw = NONE RETURN NONE;"
 
 DOCUMENT_STATUS = """
 UPDATE ONLY $id SET status = $status, error = $error, chunk_count = $chunks ?? chunk_count,
@@ -357,7 +367,7 @@ UPDATE ONLY $id SET status = $status, error = $error, chunk_count = $chunks ?? c
 DOCUMENT_LINK_JOB = "UPDATE ONLY $id SET job = $job;"
 
 DOCUMENT_LIST = """
-SELECT * OMIT text, messages FROM document WHERE $status = NONE OR status = $status
+SELECT * OMIT text, messages, raw FROM document WHERE $status = NONE OR status = $status
 ORDER BY created_at DESC LIMIT $limit START $offset;
 """
 

@@ -22,6 +22,7 @@ from kgapp.graph.ingest.documents import (
     parse_document,
     parse_message_lines,
 )
+from kgapp.graph.ingest.pdf import PdfLimits, pdf_text
 
 LOCOMO = Path(__file__).resolve().parents[1] / "data" / "locomo_like.json"
 LIMIT = 1_000_000
@@ -262,41 +263,56 @@ def test_html_with_no_visible_text_is_422() -> None:
 # --- PDF --------------------------------------------------------------------------------
 
 
-def test_pdf_pages_are_joined_with_blank_lines() -> None:
-    document = parse("report.pdf", pdf_with_text("First page text", "Second page text"))
-    assert document.text == "First page text\n\nSecond page text"
-    assert (document.kind, document.mime, document.title) == ("text", "application/pdf", "report")
+def test_a_pdf_upload_is_only_checked_for_its_header() -> None:
+    document = parse("report.pdf", pdf_with_text("First page text"))
+    assert (document.kind, document.text, document.title) == ("pdf", "", "report")
+    error = rejected("notes.pdf", b"just some text, no header")
+    assert error.status == 422
+    assert "notes.pdf: could not read this PDF: it does not start with a PDF header" in str(error)
+
+
+async def read_pdf(name: str, data: bytes, **limits: Any) -> str:
+    return await pdf_text(name, data, PdfLimits(**limits))
+
+
+async def unreadable_pdf(name: str, data: bytes, **limits: Any) -> DocumentError:
+    with pytest.raises(DocumentError) as caught:
+        await read_pdf(name, data, **limits)
+    assert caught.value.status == 422
+    return caught.value
+
+
+async def test_pdf_pages_are_joined_with_blank_lines() -> None:
+    text = await read_pdf("report.pdf", pdf_with_text("First page text", "Second page text"))
+    assert text == "First page text\n\nSecond page text"
 
 
 @pytest.mark.parametrize(
-    ("data", "reason"),
-    [
-        (b"%PDF-1.4\n" + b"\x00garbage\xff" * 50, ""),
-        (b"just some text, no header", "PDF header"),
-        (pdf_with_text("Hello")[:60], ""),
-    ],
+    "data",
+    [b"%PDF-1.4\n" + b"\x00garbage\xff" * 50, pdf_with_text("Hello")[:60]],
+    ids=["garbage", "truncated"],
 )
-def test_a_broken_pdf_is_422_could_not_read(data: bytes, reason: str) -> None:
-    error = rejected("broken.pdf", data)
-    assert error.status == 422
-    assert "broken.pdf: could not read this PDF: " in str(error) and reason in str(error)
+async def test_a_broken_pdf_is_422_could_not_read(data: bytes) -> None:
+    error = await unreadable_pdf("broken.pdf", data)
+    assert "broken.pdf: could not read this PDF: " in str(error)
 
 
-def test_a_password_protected_pdf_is_422_asking_to_remove_the_password() -> None:
-    error = rejected("locked.pdf", encrypted_pdf(user_password="secret", owner_password="o"))
-    assert error.status == 422 and "password-protected" in str(error)
+async def test_a_password_protected_pdf_is_422_asking_to_remove_the_password() -> None:
+    data = encrypted_pdf(user_password="secret", owner_password="o")
+    error = await unreadable_pdf("locked.pdf", data)
+    assert "password-protected" in str(error)
 
 
-def test_a_pdf_with_only_an_owner_password_is_read() -> None:
+async def test_a_pdf_with_only_an_owner_password_is_read() -> None:
     data = encrypted_pdf(user_password="", owner_password="owner")
-    assert parse("restricted.pdf", data).text == "Secret plans"
+    assert await read_pdf("restricted.pdf", data) == "Secret plans"
 
 
-def test_a_pdf_without_a_text_layer_is_422_no_ocr() -> None:
+async def test_a_pdf_without_a_text_layer_is_422_no_ocr() -> None:
     writer = pypdf.PdfWriter()
     writer.add_blank_page(width=200, height=200)
-    error = rejected("scan.pdf", pdf_from_writer(writer))
-    assert error.status == 422 and "scanned PDFs need OCR, which is not supported" in str(error)
+    error = await unreadable_pdf("scan.pdf", pdf_from_writer(writer))
+    assert "scanned PDFs need OCR, which is not supported" in str(error)
 
 
 # --- CSV --------------------------------------------------------------------------------

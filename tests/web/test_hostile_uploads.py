@@ -8,6 +8,7 @@ import asyncio
 import gzip
 import io
 import json
+import time
 import tracemalloc
 import zipfile
 
@@ -15,6 +16,7 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from tenants.models import Role
+from tests.pdf_files import bomb, pdf_of, text_stream
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -297,5 +299,67 @@ def test_utf16_with_a_bom_and_nul_in_episode_text_are_read(editor, eager) -> Non
     assert episode.status_code == 202
     jobs = client.get(f"{base}/jobs").json()
     assert [j["status"] for j in jobs] == ["completed", "completed"]
+    names = {e["name"] for e in client.get(f"{base}/entities?q=initech").json()}
+    assert "Initech" in names
+
+
+# --- PDFs: read by the worker, under limits -------------------------------------------
+
+
+def counts(client, tenant) -> dict:
+    return client.get(f"/api/v1/t/{tenant.slug}/").json()["counts"]
+
+
+def test_a_pdf_bomb_upload_answers_at_once_and_its_job_fails_naming_the_limit(
+    make_tenant, member, token_client, settings
+) -> None:
+    from kgapp import tasks
+
+    (tenant, client), (other, other_client) = (
+        (t, token_client(member(t, Role.EDITOR))) for t in (make_tenant(), make_tenant())
+    )
+    settings.PDF_MAX_STREAM_BYTES = 1_000_000
+    other_client.post(
+        f"/api/v1/t/{other.slug}/facts",
+        json.dumps({"source": {"name": "Kim"}, "relation": "KNOWS", "target": {"name": "Lee"}}),
+        content_type="application/json",
+    )
+    before = counts(other_client, other)
+    started = time.perf_counter()
+    response = upload(client, tenant, SimpleUploadedFile("bomb.pdf", bomb(20, 5_000_000)))
+    assert response.status_code == 202, response.content
+    assert time.perf_counter() - started < 5  # stored, not parsed: no worker ran here
+    (answer,) = response.json()
+    base = f"/api/v1/t/{tenant.slug}"
+    pending = client.get(f"{base}/documents/{answer['document_id']}").json()
+    assert pending["status"] == "pending" and "raw" not in pending and "text" not in pending
+
+    tasks.ingest(tenant.slug, answer["job_id"])  # what the worker runs for the job
+
+    job = client.get(f"{base}/jobs/{answer['job_id']}").json()
+    assert job["status"] == "failed"
+    assert job["error"] == (
+        "bomb.pdf: could not read this PDF: a compressed stream in it inflates past the "
+        "1000000 byte limit (PDF bombs do this)."
+    )
+    document = client.get(f"{base}/documents/{answer['document_id']}").json()
+    assert document["status"] == "failed" and document["error"] == job["error"]
+    graph = counts(client, tenant)
+    assert graph["documents"] == 1
+    assert {k: v for k, v in graph.items() if k != "documents" and v} == {}
+    assert counts(other_client, other) == before
+
+
+def test_a_pdf_is_read_by_the_worker_into_a_text_document(editor, eager) -> None:
+    tenant, client = editor
+    data = pdf_of([text_stream("Carol works at Initech."), text_stream("Dave works at Initech.")])
+    response = upload(client, tenant, SimpleUploadedFile("staff.pdf", data))
+    assert response.status_code == 202, response.content
+    (answer,) = response.json()
+    base = f"/api/v1/t/{tenant.slug}"
+    assert client.get(f"{base}/jobs/{answer['job_id']}").json()["status"] == "completed"
+    (document,) = documents_of(client, tenant)
+    assert (document["kind"], document["status"]) == ("text", "completed")
+    assert "raw" not in document
     names = {e["name"] for e in client.get(f"{base}/entities?q=initech").json()}
     assert "Initech" in names

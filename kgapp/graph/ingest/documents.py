@@ -20,8 +20,6 @@ from html.parser import HTMLParser
 from pathlib import PurePosixPath
 from typing import Any, Literal
 
-import pypdf
-
 SUPPORTED_EXTENSIONS = (".txt", ".md", ".pdf", ".html", ".htm", ".json", ".csv")
 
 
@@ -50,10 +48,11 @@ class ParsedDocument:
     """An upload's content: readable `text`, or `messages` for a conversation.
 
     For a conversation, `text` holds the messages as `speaker: text` lines, the form
-    `parse_message_lines` reads back.
+    `parse_message_lines` reads back. A `pdf` has no text yet: the worker extracts it
+    from the stored file (ingest/pdf.py).
     """
 
-    kind: Literal["text", "conversation"]
+    kind: Literal["text", "conversation", "pdf"]
     text: str
     messages: tuple[Message, ...]
     title: str | None
@@ -408,44 +407,16 @@ def _parse_html(upload: _Upload) -> ParsedDocument:
 
 # --- PDF ----------------------------------------------------------------------------
 
-# Control characters that some PDF fonts map glyphs to; they are not text.
-_PDF_JUNK = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
-
 
 def _parse_pdf(upload: _Upload) -> ParsedDocument:
+    """Only a look at the header: reading a PDF can take minutes and gigabytes (a PDF
+    bomb), so the worker reads it later, under limits (ingest/pdf.py)."""
     # The header may follow a little junk; readers accept it within the first 1 KB.
     if b"%PDF-" not in upload.data[:1024]:
-        raise _unreadable_pdf(upload, "it does not start with a PDF header")
-    try:
-        pages = _pdf_pages(upload)
-    except DocumentError:
-        raise
-    except Exception as error:  # pypdf raises many types for damaged files
-        reason = str(error)[:200] or type(error).__name__
-        raise _unreadable_pdf(upload, reason) from None
-    text = "\n\n".join(page for page in pages if page)
-    if not text:
         raise DocumentError(
-            422,
-            f"{upload.name} has no text that can be extracted; it is probably scanned, "
-            "and scanned PDFs need OCR, which is not supported. "
-            "Upload a PDF with a text layer.",
+            422, f"{upload.name}: could not read this PDF: it does not start with a PDF header."
         )
-    return _text_document(upload, text, upload.stem)
-
-
-def _pdf_pages(upload: _Upload) -> list[str]:
-    reader = pypdf.PdfReader(io.BytesIO(upload.data))
-    # An owner password alone (print/copy restrictions) still opens with "".
-    if reader.is_encrypted and not reader.decrypt(""):
-        raise _unreadable_pdf(
-            upload, "it is password-protected; remove the password and upload it again"
-        )
-    return [_PDF_JUNK.sub("", page.extract_text() or "").strip() for page in reader.pages]
-
-
-def _unreadable_pdf(upload: _Upload, reason: str) -> DocumentError:
-    return DocumentError(422, f"{upload.name}: could not read this PDF: {reason}.")
+    return ParsedDocument(kind="pdf", text="", messages=(), title=upload.stem, mime=upload.mime)
 
 
 # --- CSV ----------------------------------------------------------------------------

@@ -16,11 +16,17 @@ from kgapp.graph import jobs, queries
 from kgapp.graph.embeddings import Embedder
 from kgapp.graph.errors import GraphError, NotFound, UniqueViolation, WriteConflict
 from kgapp.graph.ingest.chunking import chunk_text, group_messages
-from kgapp.graph.ingest.documents import Message, ParsedDocument, format_messages
+from kgapp.graph.ingest.documents import (
+    DocumentError,
+    Message,
+    ParsedDocument,
+    format_messages,
+)
 from kgapp.graph.ingest.extract import drafts_from, parse_when
 from kgapp.graph.ingest.model import EpisodeInput, EpisodeWork
 from kgapp.graph.ingest.normalize import content_hash
 from kgapp.graph.ingest.offline import OfflineExtractor
+from kgapp.graph.ingest.pdf import PdfLimits, pdf_text
 from kgapp.graph.ingest.pipeline import (
     IngestReport,
     ingest_context,
@@ -63,9 +69,7 @@ async def document_submit(
     digest = hashlib.sha256(data).hexdigest()
     existing = await store.query_one(queries.DOCUMENT_BY_HASH, {"hash": digest})
     if existing:
-        return to_json(
-            {k: v for k, v in existing[0].items() if k not in ("text", "messages")}
-        ), None
+        return to_json(existing[0]), None
     record = RecordID("document", "d" + digest[:24])
     document = await store.query_one(
         queries.DOCUMENT_CREATE,
@@ -82,6 +86,7 @@ async def document_submit(
                 "title": parsed.title,
                 "text": parsed.text if parsed.kind == "text" else None,
                 "messages": [_message_row(m) for m in parsed.messages] or None,
+                "raw": data if parsed.kind == "pdf" else None,  # read by the worker
             },
         },
     )
@@ -89,7 +94,6 @@ async def document_submit(
         store, kind="ingest_document", total=0, created_by=uploaded_by, document=record
     )
     await store.query(queries.DOCUMENT_LINK_JOB, {"id": record, "job": job["id"]})
-    document = {k: v for k, v in document.items() if k not in ("text", "messages")}
     return to_json({**document, "job": job["id"]}), to_json(job)
 
 
@@ -118,17 +122,19 @@ async def ingest_run(
     embedder: Embedder,
     llm: LLMClient | None,
     extractor: OfflineExtractor | None = None,
+    pdf: PdfLimits | None = None,
 ) -> dict[str, Any]:
     """Run an ingest job to its end. Idempotent: a finished job is left as it is, and a
     retried one skips the episodes it already wrote. Without `llm`, `extractor` extracts
-    (None: the default spaCy pipeline)."""
+    (None: the default spaCy pipeline). A PDF document is read here, within `pdf`
+    (None: the defaults); one it cannot read fails the job, saying why."""
     if await jobs.job_start(store, job) is None:
         return await jobs.job_get(store, job)
     row = await jobs.job_get(store, job)
     document = row.get("document")
     try:
         if document is not None:
-            episodes = await _document_episodes(store, document)
+            episodes = await _document_episodes(store, document, pdf or PdfLimits())
             await _document_status(store, document, "extracting", chunks=len(episodes))
         else:
             episodes = [_episode_from_params(p) for p in row["params"]["episodes"]]
@@ -137,6 +143,8 @@ async def ingest_run(
         )
     except GraphError:
         raise
+    except DocumentError as error:  # its message is for the user as it is
+        report = IngestReport(status="failed", error=str(error))
     except Exception as error:
         report = IngestReport(status="failed", error=f"{type(error).__name__}: {error}")
     await _report(store, job, report)
@@ -163,11 +171,17 @@ async def _report(store: TenantStore, job: RecordID, report: IngestReport) -> No
     )
 
 
-async def _document_episodes(store: TenantStore, document: RecordID) -> list[EpisodeInput]:
+async def _document_episodes(
+    store: TenantStore, document: RecordID, pdf: PdfLimits
+) -> list[EpisodeInput]:
     row = await store.query_one(queries.DOCUMENT_CONTENT, {"id": document})
     if not row:
         raise NotFound(f"document {document} is gone")
     await _document_status(store, document, "chunking")
+    if row["kind"] == "pdf":
+        text = await pdf_text(row["file_name"], row["raw"], pdf)
+        await store.query(queries.DOCUMENT_TEXT_SET, {"id": document, "text": text})
+        row = {**row, "kind": "text", "text": text}
     saga = record_key(document)
     description = f"document {row['file_name']}"
     if row["kind"] == "conversation":
