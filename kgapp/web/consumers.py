@@ -21,9 +21,11 @@ from tenants.events import tenant_group
 from tenants.graph import tenant_graph
 
 # Close codes a browser can act on: 4403 not logged in / not a member; 4409 the socket fell
-# behind the tenant's changes (reconnect, with the cursor on the explorer's socket).
+# behind the tenant's changes, 4503 the store could not replay what was missed (both:
+# reconnect later, with the cursor on the explorer's socket).
 CLOSE_FORBIDDEN = 4403
 CLOSE_BEHIND = 4409
+CLOSE_UNAVAILABLE = 4503
 READY_TIMEOUT = 10.0
 
 
@@ -108,6 +110,7 @@ class GraphConsumer(LiveConsumer):
             await self.send_json({"type": "replay.reload"})
         except GraphError:
             await self.send_json({"type": "live.unavailable", "at": _now()})
+            await self.close(code=CLOSE_UNAVAILABLE)  # the replay is owed: come back for it
         else:
             sent = [change_json(change) for change in changes]
             for change in sent:

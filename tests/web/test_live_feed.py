@@ -249,3 +249,25 @@ async def test_a_socket_that_lost_a_batch_closes_so_that_the_client_replays(
     assert await socket.receive_nothing(timeout=0.3)
     await layer.group_send(group, {**batch, "seq": 1002})  # 1001 lost
     assert await socket.receive_output(timeout=5) == {"type": "websocket.close", "code": 4409}
+
+
+async def test_a_replay_the_store_cannot_give_closes_the_socket_to_come_back(
+    make_tenant, member, settings, monkeypatch
+) -> None:
+    # Kept open, the socket would go live without the changes it missed.
+    import socket as sockets
+
+    from kgapp.web import consumers
+
+    tenant = await sync_to_async(make_tenant)()
+    user = await sync_to_async(member)(tenant)
+    headers = [ORIGIN, await sync_to_async(session_cookie)(user)]
+    with sockets.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        closed = probe.getsockname()[1]
+    settings.SURREAL_URL, settings.SURREAL_CONNECT_ATTEMPTS = f"ws://127.0.0.1:{closed}", 1
+    monkeypatch.setattr(consumers, "READY_TIMEOUT", 1.0)
+    socket = await graph_socket(tenant.slug, headers, since="1")
+    assert (await socket.receive_json_from(timeout=15))["type"] == "live.unavailable"
+    assert (await socket.receive_json_from(timeout=15))["type"] == "live.unavailable"
+    assert await socket.receive_output(timeout=15) == {"type": "websocket.close", "code": 4503}
