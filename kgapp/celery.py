@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 from celery import Celery
-from celery.signals import worker_process_init, worker_process_shutdown
+from celery.signals import worker_process_init, worker_process_shutdown, worker_ready
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "kgapp.settings.dev")
 
@@ -36,3 +36,11 @@ def _close_runtime(**kwargs: object) -> None:
     from tenants.graph import reset_graph_runtime
 
     reset_graph_runtime()
+
+
+@worker_ready.connect
+def _requeue_stale_jobs(**kwargs: object) -> None:
+    # Jobs whose worker died while none ran are sent again now, not at beat's first tick.
+    from kgapp.tasks import requeue_stale_jobs
+
+    requeue_stale_jobs.delay()

@@ -1,24 +1,30 @@
 """Celery tasks. Each is an adapter: load the tenant from the job it is given, call core.
 
 Tasks are idempotent (a redelivered job that already finished is left as it is), so
-`acks_late` with `reject_on_worker_lost` can safely run them again.
+`acks_late` with `reject_on_worker_lost` can safely run them again. A job's heartbeat is
+kept fresh while its task runs; `requeue_stale_jobs` sends again the tasks of jobs whose
+worker died with them (a whole-worker SIGKILL on the filesystem broker loses the message).
 """
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from celery import shared_task
 from django.conf import settings
 
 from kgapp.graph import communities, curation, jobs
-from kgapp.graph.errors import GraphUnavailable
+from kgapp.graph.errors import GraphError, GraphUnavailable
 from kgapp.graph.ingest.service import ingest_run
 from kgapp.graph.records import parse_record_id, to_json
 from kgapp.graph.search import service as search_service
 from kgapp.graph.store import TenantStore
 from tenants.graph import embedder, llm_client, offline_extractor, pdf_limits, tenant_graph
 from tenants.models import Tenant
+
+logger = logging.getLogger(__name__)
 
 
 # Tasks that reach a tenant's graph retry while SurrealDB is unreachable.
@@ -39,18 +45,25 @@ def ping() -> str:
 @shared_task(name="kgapp.health_check", **_retrying(60, 5))
 def health_check(tenant_slug: str, job_id: str) -> dict[str, Any]:
     tenant = Tenant.objects.get(slug=tenant_slug)
-    job = parse_record_id(job_id, "job")
-    return to_json(tenant_graph(tenant).run(jobs.health_check, job))
+    return _run_job(tenant, job_id, jobs.health_check)
 
 
 @shared_task(name="kgapp.ingest", **_retrying(120, 8))
 def ingest(tenant_slug: str, job_id: str) -> dict[str, Any]:
     """Ingest the episodes or the document of job `job_id` in tenant `tenant_slug`."""
     tenant = Tenant.objects.get(slug=tenant_slug)
-    job = parse_record_id(job_id, "job")
-    result = to_json(tenant_graph(tenant).run(_ingest, job))
+    result = _run_job(tenant, job_id, _ingest)
     _communities_if_due(tenant)
     return result
+
+
+def _run_job(
+    tenant: Tenant, job_id: str, work: Callable[[TenantStore, Any], Awaitable[dict[str, Any]]]
+) -> dict[str, Any]:
+    """`work(store, job)` in the tenant's graph, the job's heartbeat kept fresh meanwhile."""
+    job = parse_record_id(job_id, "job")
+    every = settings.JOB_HEARTBEAT_INTERVAL
+    return to_json(tenant_graph(tenant).run(jobs.with_heartbeat, job, work, every=every))
 
 
 def _communities_if_due(tenant: Tenant) -> None:
@@ -77,8 +90,7 @@ async def _ingest(store: TenantStore, job: Any) -> dict[str, Any]:
 def rebuild_communities(tenant_slug: str, job_id: str) -> dict[str, Any]:
     """Detect the tenant's communities (job `job_id`; its params may hold `as_of`)."""
     tenant = Tenant.objects.get(slug=tenant_slug)
-    job = parse_record_id(job_id, "job")
-    return to_json(tenant_graph(tenant).run(_rebuild, job))
+    return _run_job(tenant, job_id, _rebuild)
 
 
 async def _rebuild(store: TenantStore, job: Any) -> dict[str, Any]:
@@ -119,3 +131,21 @@ def generate_dedup_candidates() -> dict[str, int]:
         tenant.slug: tenant_graph(tenant).run(curation.generate_candidates)
         for tenant in Tenant.objects.all()
     }
+
+
+@shared_task(name="kgapp.requeue_stale_jobs")
+def requeue_stale_jobs() -> dict[str, list[str]]:
+    """Periodic (beat), and when a worker starts: send again the tasks of every tenant's
+    running jobs whose heartbeat is older than JOB_STALE_AFTER (their worker died)."""
+    from kgapp.web import enqueue
+
+    requeued = {}
+    for tenant in Tenant.objects.all():
+        try:
+            ids = enqueue.requeue_stale(tenant, stale_after=settings.JOB_STALE_AFTER)
+        except (GraphError, enqueue.QueueUnavailable) as error:
+            logger.warning("stale jobs of %s not checked: %s", tenant.slug, error)
+            continue
+        if ids:
+            requeued[tenant.slug] = ids
+    return requeued

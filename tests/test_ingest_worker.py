@@ -1,6 +1,6 @@
-"""Ingestion in real Celery worker processes on the real Redis, with the scripted model:
-a worker killed in the middle of a job, the job delivered again to a new worker, and
-nothing lost or written twice."""
+"""Ingestion in real Celery worker processes, with the scripted model: a worker killed in
+the middle of a job, the job delivered again to a new worker (by Redis, or on the
+filesystem broker by the job heartbeat check), and nothing lost or written twice."""
 
 from __future__ import annotations
 
@@ -8,17 +8,21 @@ import json
 import os
 import secrets
 import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
 from django.conf import settings
+from django.test import override_settings
 
 from kgapp.celery import app as celery_app
 from kgapp.graph import jobs
 from kgapp.graph.ingest.documents import parse_document
 from kgapp.graph.ingest.service import document_submit
 from kgapp.graph.records import parse_record_id, to_json
+from kgapp.settings.base import celery_broker
 from kgapp.tasks import ingest
 from tenants.graph import tenant_graph
 from tests.graph.recorded import episode_of
@@ -43,9 +47,15 @@ def conversation() -> bytes:
 def slow_extraction(body):
     if body["response_format"]["json_schema"]["name"] == "resolve_graph":
         return {"entities": [], "facts": []}
+    time.sleep(0.6)  # slow enough to kill the worker between episodes
+    return extraction(body)
+
+
+def extraction(body):
+    if body["response_format"]["json_schema"]["name"] == "resolve_graph":
+        return {"entities": [], "facts": []}
     speaker, _, text = episode_of(body).partition(": ")
     company = text.removeprefix("I work at ").removesuffix(".")
-    time.sleep(0.6)  # slow enough to kill the worker between episodes
     return {
         "entities": [{"name": speaker, "entity_type": "Person", "summary": ""},
                      {"name": company, "entity_type": "Organization", "summary": ""}],
@@ -113,3 +123,117 @@ def test_a_killed_worker_loses_and_duplicates_nothing(make_tenant, scripted_llm,
     assert sorted(map(tuple, facts)) == sorted(zip(PEOPLE, COMPANIES, strict=True))
     # Episodes written before the kill were not extracted again.
     assert len(scripted_llm.chat_requests("extract_graph")) <= len(PEOPLE) + 1
+
+
+def start_whole_worker(env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
+    """A worker as `make run` starts one (prefork, with beat), in a process group of its
+    own so that the whole of it can be killed at once."""
+    command = [
+        sys.executable, "-m", "celery", "-A", "kgapp.celery", "worker", "--beat",
+        "--schedule", str(log.with_suffix(".beat")), "--concurrency=1", "--loglevel=INFO",
+        "--without-heartbeat", "--without-gossip", "--without-mingle",
+    ]
+    return subprocess.Popen(command, env=env, cwd=settings.BASE_DIR, stdout=log.open("wb"),
+                            stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def queued_tasks(folder: Path) -> list[str]:
+    return [json.loads(message.read_bytes())["headers"]["task"]
+            for message in folder.glob("*.msg")]
+
+
+def graph_of(graph) -> dict:
+    return to_json({
+        "episodes": sorted(graph.query("SELECT VALUE id FROM episode")[0], key=str),
+        "entities": sorted(graph.query("SELECT VALUE [id, name, entity_type] FROM entity")[0],
+                           key=str),
+        "facts": sorted(graph.query(
+            "SELECT VALUE [in, relation, out, fact, valid_at, invalid_at] FROM relates_to")[0],
+            key=str),
+    })
+
+
+def wait_for(graph, record, done, timeout: float) -> dict:
+    deadline = time.monotonic() + timeout
+    row: dict = {}
+    while time.monotonic() < deadline:
+        row = to_json(graph.run(jobs.job_get, record))
+        if done(row):
+            break
+        time.sleep(0.1)
+    return row
+
+
+def test_a_whole_worker_killed_on_the_default_broker_is_requeued_by_its_heartbeat(
+    make_tenant, scripted_llm, tmp_path: Path
+) -> None:
+    scripted_llm.on_chat(slow_extraction)
+    tenant, uninterrupted = make_tenant(), make_tenant()
+    graph = tenant_graph(tenant)
+    parsed = parse_document("chat.json", conversation(), max_bytes=10**6)
+    _, job = graph.run(document_submit, parsed, file_name="chat.json", data=conversation(),
+                       uploaded_by="t")
+    record = parse_record_id(job["id"], "job")
+    # The default broker (files under the worker's var/), no Redis: a message a worker has
+    # taken is gone from the queue, acks_late or not.
+    url, options = celery_broker("", tmp_path / "celery")
+    for key in ("data_folder_in", "processed_folder", "control_folder"):
+        Path(str(options[key])).mkdir(parents=True, exist_ok=True)
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "kgapp.settings.test",
+        "DATABASE_URL": f"sqlite:///{settings.DATABASES['default']['NAME']}",
+        "SURREAL_URL": settings.SURREAL_URL,
+        "KG_VAR_DIR": str(tmp_path),
+        "OPENAI_BASE_URL": scripted_llm.base_url,
+        "OPENAI_API_KEY": "test",
+        "KG_EMBEDDER": "openai",
+        "KG_JOB_HEARTBEAT_INTERVAL": "0.3",
+        "KG_JOB_STALE_AFTER": "1.5",
+        "KG_JOB_STALE_CHECK_INTERVAL": "1",
+    }
+    env.pop("REDIS_URL", None)
+    with celery_app.connection_for_write(url, transport_options=options) as connection:
+        ingest.apply_async((tenant.slug, job["id"]), connection=connection)
+    first = start_whole_worker(env, tmp_path / "first.log")
+    second = None
+    try:
+        row = wait_for(graph, record, lambda r: r.get("progress", 0) >= 2, 60)
+        assert 2 <= row["progress"] < len(PEOPLE), (tmp_path / "first.log").read_text()[-2000:]
+        os.killpg(first.pid, signal.SIGKILL)
+        first.wait(10)
+        time.sleep(0.5)
+        # What the issue saw: the job says running, and its message is gone from the queue
+        # (which holds only what beat sent meanwhile).
+        assert "kgapp.ingest" not in queued_tasks(Path(str(options["data_folder_in"])))
+        assert to_json(graph.run(jobs.job_get, record))["status"] == "running"
+
+        second = start_whole_worker(env, tmp_path / "second.log")
+        row = wait_for(graph, record, lambda r: r["status"] in ("completed", "failed"), 60)
+    finally:
+        for worker in (first, second):
+            if worker is not None and worker.poll() is None:
+                os.killpg(worker.pid, signal.SIGTERM)
+                try:
+                    worker.wait(30)
+                except subprocess.TimeoutExpired:
+                    os.killpg(worker.pid, signal.SIGKILL)
+    log = (tmp_path / "second.log").read_text()
+    assert row["status"] == "completed", log[-3000:]
+    assert "lost its worker; queued again" in log
+    assert row["attempts"] == 2 and row["progress"] == row["total"] == len(PEOPLE)
+    # Episodes written before the kill were skipped, not extracted again.
+    assert row["counts"]["episodes_skipped"] >= 2
+    assert row["counts"]["episodes"] + row["counts"]["episodes_skipped"] == len(PEOPLE)
+    assert len(scripted_llm.chat_requests("extract_graph")) <= len(PEOPLE) + 1
+
+    # The same upload, uninterrupted, in another tenant: the same graph, record for record.
+    scripted_llm.on_chat(extraction)
+    _, other = tenant_graph(uninterrupted).run(
+        document_submit, parsed, file_name="chat.json", data=conversation(), uploaded_by="t")
+    with override_settings(OPENAI_BASE_URL=scripted_llm.base_url, OPENAI_API_KEY="test",
+                           EMBEDDER="openai"):
+        baseline = ingest.apply(args=(uninterrupted.slug, other["id"])).get()
+    assert baseline["status"] == "completed" and baseline["counts"]["episodes"] == len(PEOPLE)
+    assert graph_of(graph) == graph_of(tenant_graph(uninterrupted))
+    assert len(graph_of(graph)["facts"]) == len(PEOPLE)

@@ -1,16 +1,30 @@
-"""Job records: what a background task is doing, kept in the tenant's own namespace."""
+"""Job records: what a background task is doing, kept in the tenant's own namespace.
+
+While a worker runs a job it refreshes the job's `heartbeat_at` (`with_heartbeat`). A
+job left `running` with an old heartbeat lost its worker to a crash or a SIGKILL, which
+on the filesystem broker also loses the task's message: `requeue_stale` puts such jobs
+back to `queued` so the edge can send their task again. Running a job twice is safe:
+tasks are idempotent (a finished job is left alone; ingestion skips written episodes).
+"""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import logging
 import time
-from collections.abc import Awaitable, Callable
-from typing import Any
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from typing import Any, TypeVar
 
 from surrealdb.data.types.record_id import RecordID
 
 from kgapp.graph import queries
-from kgapp.graph.errors import GraphUnavailable, NotFound
+from kgapp.graph.errors import GraphError, GraphUnavailable, NotFound
 from kgapp.graph.store import TenantStore
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 JOB_STATUSES = ("queued", "running", "completed", "failed", "paused", "cancelled")
 
@@ -106,3 +120,58 @@ async def _ping(store: TenantStore) -> tuple[dict[str, int], dict[str, float]]:
 async def health_check(store: TenantStore, job: RecordID) -> dict[str, Any]:
     """The health job: proves a worker can reach this tenant's graph and write to it."""
     return await job_run(store, job, _ping)
+
+
+# --- liveness ------------------------------------------------------------------------
+
+
+@contextlib.asynccontextmanager
+async def heartbeat(store: TenantStore, job: RecordID, *, every: float) -> AsyncIterator[None]:
+    """Refresh the job's heartbeat every `every` seconds while the block runs (job_start
+    gives the first). A failed beat is logged, not raised: the work decides the outcome."""
+
+    async def beat() -> None:
+        while True:
+            await asyncio.sleep(every)
+            try:
+                await store.query(queries.JOB_HEARTBEAT, {"job": job})
+            except GraphError as error:
+                logger.warning("heartbeat of %s failed: %s", job, error)
+
+    beating = asyncio.create_task(beat())
+    try:
+        yield
+    finally:
+        beating.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await beating
+
+
+async def with_heartbeat(
+    store: TenantStore,
+    job: RecordID,
+    work: Callable[[TenantStore, RecordID], Awaitable[T]],
+    *,
+    every: float,
+) -> T:
+    """`await work(store, job)` with the job's heartbeat kept fresh meanwhile."""
+    async with heartbeat(store, job, every=every):
+        return await work(store, job)
+
+
+async def requeue_stale(
+    store: TenantStore, *, stale_after: float, kinds: Iterable[str]
+) -> list[dict[str, Any]]:
+    """The running jobs of `kinds` whose heartbeat is over `stale_after` seconds old, put
+    back to `queued`; the caller sends their tasks again. A job another caller requeued
+    (or a worker revived) meanwhile is not returned."""
+    stale_ms = int(stale_after * 1000)
+    rows = await store.query_one(queries.JOBS_STALE, {"stale_ms": stale_ms, "kinds": list(kinds)})
+    requeued = []
+    for row in rows or []:
+        job = await store.query_one(
+            queries.JOB_REQUEUE_STALE, {"job": row["id"], "stale_ms": stale_ms}
+        )
+        if job:
+            requeued.append(dict(job))
+    return requeued

@@ -141,8 +141,23 @@ ORDER BY created_at DESC LIMIT $limit START $offset;
 
 JOB_START = """
 UPDATE ONLY $job SET status = 'running', started_at = time::now(), updated_at = time::now(),
-    attempts += 1
+    heartbeat_at = time::now(), attempts += 1
 WHERE status IN ['queued', 'running'];
+"""
+
+# A running job's worker says it is alive (jobs.heartbeat). A job that ran before
+# heartbeats existed is judged by its last update.
+JOB_HEARTBEAT = "UPDATE $job SET heartbeat_at = time::now() WHERE status = 'running' RETURN NONE;"
+
+_JOB_STALE = """status = 'running'
+    AND (heartbeat_at ?? updated_at) < time::now() - duration::from_millis($stale_ms)"""
+
+JOBS_STALE = f"SELECT id, kind FROM job WHERE {_JOB_STALE} AND kind IN $kinds;"
+
+# Conditional, so that of two workers requeueing at once only one sends the task again.
+JOB_REQUEUE_STALE = f"""
+UPDATE ONLY $job SET status = 'queued', phase = NONE, updated_at = time::now()
+WHERE {_JOB_STALE};
 """
 
 JOB_FINISH = """
@@ -448,9 +463,9 @@ UPSERT $units SET episode = $episode, vectors = $vectors RETURN NONE;
 UPDATE $episode SET content_embedding = $mean RETURN NONE;
 """
 
-JOB_REQUEUE = """
-UPDATE ONLY $job SET status = 'queued', error = NONE, updated_at = time::now()
-WHERE status IN ['failed', 'paused'] AND string::starts_with(kind, 'ingest');
+JOB_REQUEUE = f"""
+UPDATE ONLY $job SET status = 'queued', error = NONE, phase = NONE, updated_at = time::now()
+WHERE string::starts_with(kind, 'ingest') AND (status IN ['failed', 'paused'] OR ({_JOB_STALE}));
 """
 
 

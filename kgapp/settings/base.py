@@ -8,6 +8,7 @@ from pathlib import Path
 
 import dj_database_url
 from csp.constants import NONE, SELF
+from django.core.exceptions import ImproperlyConfigured
 
 from kgapp.settings import env
 from kgapp.surreal_server import local_credentials
@@ -191,7 +192,20 @@ CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 RETRIEVAL_DECAY_LAMBDA = env.number("KG_RETRIEVAL_DECAY_LAMBDA", 0.01)
+# A running job's worker refreshes job.heartbeat_at this often (s); a running job whose
+# heartbeat is older than JOB_STALE_AFTER lost its worker and is queued again (beat, every
+# KG_JOB_STALE_CHECK_INTERVAL, and when a worker starts), or may be retried.
+JOB_HEARTBEAT_INTERVAL = env.number("KG_JOB_HEARTBEAT_INTERVAL", 10.0)
+JOB_STALE_AFTER = env.number("KG_JOB_STALE_AFTER", 60.0)
+if not 0 < 3 * JOB_HEARTBEAT_INTERVAL <= JOB_STALE_AFTER:
+    raise ImproperlyConfigured(
+        "KG_JOB_STALE_AFTER must be at least 3 x KG_JOB_HEARTBEAT_INTERVAL (and both > 0)"
+    )
 CELERY_BEAT_SCHEDULE = {
+    "requeue-stale-jobs": {
+        "task": "kgapp.requeue_stale_jobs",
+        "schedule": env.number("KG_JOB_STALE_CHECK_INTERVAL", 30.0),
+    },
     "decay-retrieval-counts": {
         "task": "kgapp.decay_retrieval_counts",
         "schedule": env.number("KG_RETRIEVAL_DECAY_INTERVAL", 86400.0),

@@ -50,6 +50,29 @@ def ingest(tenant: Tenant, job: dict[str, Any]) -> None:
     _send(tenant, job, tasks.ingest)
 
 
+# The task that runs each kind of job.
+_TASKS = {
+    "health_check": tasks.health_check,
+    "communities": tasks.rebuild_communities,
+    "ingest_episode": tasks.ingest,
+    "ingest_document": tasks.ingest,
+}
+
+
+def requeue_stale(tenant: Tenant, *, stale_after: float) -> list[str]:
+    """Send again the tasks of the tenant's running jobs whose worker stopped beating
+    (see kgapp.graph.jobs); the ids of the jobs requeued."""
+    requeued = tenant_graph(tenant).run(
+        jobs.requeue_stale, stale_after=stale_after, kinds=tuple(_TASKS)
+    )
+    ids = []
+    for job in map(to_json, requeued):
+        logger.warning("job %s of %s lost its worker; queued again", job["id"], tenant.slug)
+        _send(tenant, job, _TASKS[job["kind"]])
+        ids.append(job["id"])
+    return ids
+
+
 def _send(tenant: Tenant, job: dict[str, Any], task: Any) -> None:
     try:
         task.delay(tenant.slug, job["id"])

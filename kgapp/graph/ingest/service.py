@@ -411,6 +411,11 @@ async def document_get(store: TenantStore, document: RecordID) -> dict[str, Any]
     return dict(row)
 
 
-async def job_requeue(store: TenantStore, job: RecordID) -> dict[str, Any] | None:
-    """Back to queued when failed or paused; None otherwise."""
-    return await store.query_one(queries.JOB_REQUEUE, {"job": job})
+async def job_requeue(
+    store: TenantStore, job: RecordID, *, stale_after: float
+) -> dict[str, Any] | None:
+    """Back to queued when failed or paused, or running with no heartbeat for
+    `stale_after` seconds (its worker died); None otherwise (a live job, say)."""
+    return await store.query_one(
+        queries.JOB_REQUEUE, {"job": job, "stale_ms": int(stale_after * 1000)}
+    )

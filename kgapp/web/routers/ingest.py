@@ -271,11 +271,17 @@ def _ontology_out(current: ontology.Ontology) -> dict[str, Any]:
     response={202: dict[str, str], 409: ErrorOut, 422: ErrorOut, **DENIED},
 )
 def job_retry(request: HttpRequest, tenant: str, job_id: str) -> Status[dict[str, str]]:
-    """Queue a failed or paused ingest job again; episodes already written are skipped."""
+    """Queue a failed or paused ingest job again, or a running one whose worker died (no
+    heartbeat for JOB_STALE_AFTER seconds); episodes already written are skipped."""
     access = tenant_access(request.user, tenant, Role.EDITOR)
     record = parse_record_id(job_id, "job")
-    job = tenant_graph(access.tenant).run(service.job_requeue, record)
+    stale_after = settings.JOB_STALE_AFTER
+    job = tenant_graph(access.tenant).run(service.job_requeue, record, stale_after=stale_after)
     if job is None:
-        raise HttpError(409, "only failed or paused ingest jobs can be retried")
+        raise HttpError(
+            409,
+            "only failed or paused ingest jobs can be retried, or running ones whose worker"
+            f" stopped (no heartbeat for {stale_after:g} s)",
+        )
     enqueue.ingest(access.tenant, to_json(job))
     return Status(202, {"job_id": job_id, "status": "queued"})
