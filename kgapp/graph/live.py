@@ -134,6 +134,15 @@ async def server_now(store: TenantStore) -> datetime:
     return now
 
 
+def position(cursor: Cursor) -> int:
+    """The versionstamp just before `cursor`: the replay cursor of a watcher that has had
+    everything before it. A time maps to its millisecond's first versionstamp, as the
+    engine maps `SINCE d'...'` (a hybrid clock: milliseconds << 16 | counter)."""
+    if isinstance(cursor, datetime):
+        return max(0, (int(cursor.timestamp() * 1000) << 16) - 1)
+    return max(0, cursor - 1)
+
+
 class FeedTail:
     """Follows a namespace's change feed; each `read` gives the changes no read gave.
 

@@ -47,8 +47,12 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):
         await self.channel_layer.group_add(tenant_group(self.tenant.namespace), self.channel_name)
         await self.channel_layer.group_add(self.hub.group, self.channel_name)
         await self.accept()
-        ready = await self.hub.wait_ready(READY_TIMEOUT)
-        await self.send_json({"type": "live.ready" if ready else "live.unavailable", "at": _now()})
+        if await self.hub.wait_ready(READY_TIMEOUT):
+            # The cursor of a client that has had nothing yet: changes after it reach it.
+            ready = {"type": "live.ready", "versionstamp": self.hub.cursor}
+            await self.send_json({**ready, "at": _now()})
+        else:
+            await self.send_json({"type": "live.unavailable", "at": _now()})
         await self.connected()
 
     async def connected(self) -> None:

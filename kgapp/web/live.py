@@ -32,7 +32,7 @@ from django.conf import settings
 
 from kgapp.graph import queries
 from kgapp.graph.errors import GraphError
-from kgapp.graph.live import Change, FeedTail, LiveSubscription, server_now
+from kgapp.graph.live import Change, FeedTail, LiveSubscription, position, server_now
 from kgapp.graph.records import to_json
 from tenants.events import tenant_group
 from tenants.graph import graph_runtime
@@ -55,6 +55,7 @@ class LiveHub:
         self._web_loop = asyncio.get_running_loop()
         self._changes: asyncio.Queue[list[Change]] = asyncio.Queue()
         self._doorbell = asyncio.Event()  # set and awaited on the runtime loop only
+        self._tail: FeedTail | None = None  # the runtime loop's; read here, never changed
         runtime = graph_runtime()
         self._runtime = runtime
         self._tasks: list[Future[None]] = [runtime.submit(self._follow())]
@@ -67,6 +68,13 @@ class LiveHub:
             async with asyncio.timeout(timeout):
                 await self._ready.wait()
         return self._ready.is_set()
+
+    @property
+    def cursor(self) -> str | None:
+        """A replay cursor from which every change reaches a socket that joined the group
+        before this was read (the explorer's first, before any change), or None."""
+        tail = self._tail
+        return None if tail is None else str(position(tail.cursor))
 
     def stop(self) -> None:
         for task in self._tasks:
@@ -83,6 +91,7 @@ class LiveHub:
             try:
                 if tail is None:
                     tail = FeedTail(await server_now(store), self._lookback, self._tables)
+                    self._tail = tail
                 sweep = time.monotonic() - swept >= self._interval
                 changes = await tail.read(store, sweep=sweep)
             except GraphError as error:

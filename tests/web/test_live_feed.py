@@ -168,6 +168,27 @@ async def test_a_reconnecting_client_gets_exactly_what_it_missed(make_tenant, me
     await socket.disconnect()
 
 
+async def test_a_client_that_had_no_change_yet_replays_from_its_ready_cursor(
+    make_tenant, member
+) -> None:
+    tenant = await sync_to_async(make_tenant)()
+    user = await sync_to_async(member)(tenant)
+    headers = [ORIGIN, await sync_to_async(session_cookie)(user)]
+    store = writer(tenant)
+    socket = await graph_socket(tenant.slug, headers)
+    hello = await socket.receive_json_from(timeout=15)
+    assert hello["type"] == "live.ready" and hello["versionstamp"].isdigit()
+    await socket.disconnect()
+    missed = await write_many(store, 6)
+    socket = await graph_socket(tenant.slug, headers, since=hello["versionstamp"])
+    await ready(socket)
+    replay = []
+    while (message := await socket.receive_json_from(timeout=15))["type"] != "replay.done":
+        replay.append(message)
+    assert missed_and_twice([key(m) for m in replay], missed) == (0, 0)
+    await socket.disconnect()
+
+
 async def test_a_change_in_the_replay_is_not_sent_again_live(make_tenant, member, settings) -> None:
     # Feed only, read every 2 s: changes committed just after a read reach a socket that
     # reconnects before the next one twice, in its replay and from the hub's next read.

@@ -795,6 +795,9 @@ function connect(attempt = 0) {
   socket.addEventListener('message', (event) => {
     const message = JSON.parse(event.data);
     if (message.type === 'change') noteVersionstamp(message.versionstamp);
+    // Before any change: where this socket's changes start (a later ready, after a
+    // reconnect, would skip what the replay has yet to send).
+    if (message.type === 'live.ready' && state.lastVs === null) noteVersionstamp(message.versionstamp);
     if (message.type === 'live.ready') status(since ? 'Catching up…' : 'Live');
     else if (message.type === 'live.unavailable') status('The graph store is unavailable; retrying…');
     else if (message.type === 'replay.done') status('Live');
