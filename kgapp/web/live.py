@@ -94,8 +94,9 @@ class LiveHub:
                     self._tail = tail
                 sweep = time.monotonic() - swept >= self._interval
                 changes = await tail.read(store, sweep=sweep)
-            except GraphError as error:
-                logger.info("feed of %s: %s; retrying in %.1fs", self.namespace, error, delay)
+            except Exception as error:  # the store is down, or a bug: never stop following
+                log = logger.info if isinstance(error, GraphError) else logger.exception
+                log("feed of %s: %s; retrying in %.1fs", self.namespace, error, delay)
                 self._on_web(self._mark_ready, False)
                 await asyncio.sleep(delay)
                 delay = min(RECONNECT_MAX, delay * 2)
