@@ -86,11 +86,13 @@ async def read_feed(
     tables: frozenset[str] = queries.LIVE_TABLES,
     *,
     most: int = REPLAY_MOST,
+    vectors: bool = False,
 ) -> FeedRead:
     """Whole feed entries from `since` on, in versionstamp order.
 
     Stops after the page in which `most` changes were passed. An entry is never split:
     a full page holds back its last versionstamp, which the next page starts with.
+    Records come without their `*_embedding` vectors unless `vectors`.
     """
     entries: list[FeedEntry] = []
     found = 0
@@ -101,7 +103,7 @@ async def read_feed(
         if full:
             page = page[:-1]
         for raw in page:
-            entry = _entry(raw, tables)
+            entry = _entry(raw, tables, vectors)
             entries.append(entry)
             found += len(entry.changes)
             cursor = entry.versionstamp + 1
@@ -159,8 +161,11 @@ class FeedTail:
         lookback: float,
         tables: frozenset[str] = queries.LIVE_TABLES,
         clock: Callable[[], float] = time.monotonic,
+        *,
+        vectors: bool = False,
     ):
         self.cursor: Cursor = start
+        self._vectors = vectors
         self.lookback = lookback
         self._tables = tables
         self._clock = clock
@@ -170,7 +175,7 @@ class FeedTail:
 
     async def read(self, store: TenantStore, *, sweep: bool = False) -> list[Change]:
         since = self._floor() if sweep else self.cursor
-        read = await read_feed(store, since, self._tables)
+        read = await read_feed(store, since, self._tables, vectors=self._vectors)
         changes: list[Change] = []
         for entry in read.entries:
             if entry.versionstamp in self._given:
@@ -204,11 +209,11 @@ class FeedTail:
             self._given = {stamp for stamp in self._given if stamp >= floor}
 
 
-def _entry(raw: dict[str, Any], tables: frozenset[str]) -> FeedEntry:
+def _entry(raw: dict[str, Any], tables: frozenset[str], vectors: bool = False) -> FeedEntry:
     stamp = int(raw["versionstamp"])
     changes = []
     for change in raw.get("changes") or []:
-        found = _from_feed(change, stamp)
+        found = _from_feed(change, stamp, vectors)
         if found is not None and found.table in tables:
             changes.append(found)
     return FeedEntry(stamp, tuple(changes))
@@ -229,18 +234,19 @@ def _table_of(change: dict[str, Any]) -> str:
     return ""
 
 
-def _from_feed(change: dict[str, Any], stamp: int) -> Change | None:
+def _from_feed(change: dict[str, Any], stamp: int, vectors: bool = False) -> Change | None:
     """A feed change as a watcher gets it. With INCLUDE ORIGINAL (every watched table) a
     create is `{update: record}` and an update `{current: record, update: patch}`."""
     if isinstance(change.get("delete"), dict):
         gone = change["delete"]
         return Change("DELETE", _table_of(change), str(gone.get("id")), _shown(gone), stamp)
+    shown = dict if vectors else _shown
     current = change.get("current")
     action = "UPDATE"
     if not isinstance(current, dict):
         current, action = change.get("update"), "CREATE"
     if isinstance(current, dict) and isinstance(current.get("id"), RecordID):
-        return Change(action, _table_of(change), str(current["id"]), _shown(current), stamp)
+        return Change(action, _table_of(change), str(current["id"]), shown(current), stamp)
     return None  # a schema change
 
 

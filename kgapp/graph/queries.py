@@ -483,10 +483,8 @@ _FACT_FIELDS = """id, in AS source, out AS target, in.name AS source_name, out.n
 # --- in-process search indexes (kgapp/graph/search/index.py) ---
 # The namespace's epoch (its first migration record, new when a namespace is made
 # again) and the server's clock.
-SEARCH_INDEX_STATE = """
-RETURN (SELECT VALUE id FROM schema_migration WHERE version = 1)[0];
-RETURN time::now();
-"""
+SEARCH_INDEX_EPOCH = "RETURN (SELECT VALUE id FROM schema_migration WHERE version = 1)[0];"
+SEARCH_INDEX_STATE = SEARCH_INDEX_EPOCH + "\nRETURN time::now();\n"
 
 FACT_INDEX_ALL = """
 SELECT id, in, out, fact, fact_embedding, relation, edge_type, confidence, valid_at,

@@ -9,9 +9,8 @@ import json
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from kgapp.graph import curation
+from kgapp.graph import curation, live
 from kgapp.graph.records import parse_record_id
-from kgapp.graph.search import index as search_index
 from tenants.graph import tenant_graph
 from tenants.models import Role
 
@@ -50,7 +49,7 @@ def burst_of_job_changes(client, base, count):
 def test_deletes_merges_and_recreations_reach_search(
     make_tenant, member, token_client, eager, monkeypatch
 ) -> None:
-    monkeypatch.setattr(search_index, "CHANGES", 4)  # small pages: bursts span several
+    monkeypatch.setattr(live, "FEED_PAGE", 4)  # small pages: bursts span several
     tenant = make_tenant()
     base = f"/api/v1/t/{tenant.slug}"
     client = token_client(member(tenant, Role.OWNER))

@@ -29,14 +29,14 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from kgapp.graph import queries
+from kgapp.graph import live, queries
 from kgapp.graph.records import record_key
 from kgapp.graph.search.analyzer import terms
 from kgapp.graph.store import TenantStore
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 NEVER = np.iinfo(np.int64).max
-CHANGES = 500  # changefeed entries read per round trip
+FEED_LOOKBACK = 1.0  # seconds: commits visible late are read again (live.FeedTail)
 CURSOR_MARGIN = timedelta(seconds=10)
 # The graph tables keep their changefeed for a day (schema/0001): a copy left idle
 # longer than this loads everything again rather than trust a trimmed feed.
@@ -128,11 +128,6 @@ class Postings:
         return 6 * self._entries + self.lengths.data.nbytes
 
 
-def _table_of(row: dict[str, Any]) -> str | None:
-    record = row.get("id")
-    return getattr(record, "table_name", None)
-
-
 class SearchIndex:
     """Rows of one table: BM25 per text field, a vector per row, and subclass columns.
 
@@ -148,7 +143,7 @@ class SearchIndex:
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.epoch: Any = None
-        self.cursor: int | datetime | None = None  # where the changefeed is read from
+        self.tail: live.FeedTail | None = None  # follows the change feed once loaded
         self.refreshed = 0.0
         self._reset()
 
@@ -167,25 +162,19 @@ class SearchIndex:
     async def refresh(self, store: TenantStore) -> None:
         """Apply what was committed since the last refresh (or load everything).
 
-        The database's feed is read, not the table's: SHOW CHANGES ... LIMIT counts the
-        entries of every table, so a table's page can be empty before the feed's end, and
-        a cursor moved only by this table's entries would stop for good behind a burst of
-        other tables' changes (deleted rows would stay findable)."""
-        if self.cursor is None or time.monotonic() - self.refreshed > IDLE_RELOAD:
+        The database's change feed is followed as the live hub follows it (live.FeedTail):
+        whole entries, and a look back for commits that became visible late."""
+        if self.tail is None or time.monotonic() - self.refreshed > IDLE_RELOAD:
             await self._load(store)
             return
-        epoch, _, changes = await store.query(
-            queries.SEARCH_INDEX_STATE + queries.feed_since(self.cursor, CHANGES)
-        )
+        epoch = await store.query_one(queries.SEARCH_INDEX_EPOCH)
         if epoch != self.epoch or self._worn_out():
             await self._load(store)
             return
         while True:
-            full = len(changes or []) >= CHANGES
-            self._take(changes or [], full=full)
-            if not full:
+            self._take(await self.tail.read(store, sweep=True))
+            if not self.tail.behind:
                 break
-            changes = await store.query_one(queries.feed_since(self.cursor, CHANGES))
         self.refreshed = time.monotonic()
 
     async def _load(self, store: TenantStore) -> None:
@@ -197,26 +186,19 @@ class SearchIndex:
                 self._apply(row)
             # Whatever commits after the read has a later versionstamp; the margin covers
             # the engine's coarse mapping of times to versionstamps (re-reads are no-ops).
-            self.cursor = now - CURSOR_MARGIN
+            self.tail = live.FeedTail(
+                now - CURSOR_MARGIN, FEED_LOOKBACK, frozenset({self.table}), vectors=True
+            )
             self.refreshed = time.monotonic()
 
-    def _take(self, changes: list[dict[str, Any]], *, full: bool = False) -> None:
-        """Apply this table's changefeed entries in commit order: creates, updates and
-        deletes. A full page may end inside a versionstamp (one entry per table), so the
-        next page starts at its last versionstamp again; applying a row twice is a no-op."""
+    def _take(self, changes: list[live.Change]) -> None:
+        """Apply the table's changes in commit order: creates, updates and deletes."""
         with self.lock:
-            for entry in changes:
-                for change in entry.get("changes") or []:
-                    if "delete" in change:
-                        if _table_of(change["delete"]) == self.table:
-                            self._forget(record_key(change["delete"]["id"]))
-                        continue
-                    row = change.get("current") or change.get("update")
-                    if isinstance(row, dict) and _table_of(row) == self.table:
-                        self._apply(row)
-            if changes:
-                last = int(changes[-1]["versionstamp"])
-                self.cursor = last if full else last + 1
+            for change in changes:
+                if change.action == "DELETE":
+                    self._forget(record_key(change.record))
+                else:
+                    self._apply(change.data)
 
     def _worn_out(self) -> bool:
         return self.dead > 1000 and self.dead > REBUILD_DEAD_SHARE * len(self.keys)
