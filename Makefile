@@ -1,5 +1,5 @@
 .DEFAULT_GOAL := help
-.PHONY: help setup run test lint bench clean
+.PHONY: help setup run test lint bench load clean
 
 help: ## Show the targets
 	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-6s %s\n", $$1, $$2}'
@@ -18,8 +18,13 @@ lint: setup ## ruff, import-linter and mypy only
 	.venv/bin/lint-imports
 	.venv/bin/mypy
 
-bench: setup ## Run the benchmarks in bench/ and print their figures
-	@for script in bench/*.py; do [ -e "$$script" ] || continue; echo "== $$script"; .venv/bin/python $$script || exit 1; done
+bench: setup ## Run the benchmarks in bench/ and print their figures (not the load test)
+	@for script in bench/*.py; do \
+	  case "$$script" in bench/load.py|bench/locustfile.py) continue;; esac; \
+	  echo "== $$script"; .venv/bin/python $$script || exit 1; done
+
+load: setup ## Load test: paced mixed search/query/graph steps (LOAD_ARGS="--rates 5 10")
+	.venv/bin/python bench/load.py $(LOAD_ARGS)
 
 clean: ## Remove installed packages and local data (var/)
 	rm -rf .venv node_modules var
