@@ -271,3 +271,18 @@ async def test_a_conflict_retry_counts_the_episode_once(graph, llm) -> None:
         assert report.counts["episodes"] == 1
         assert report.counts["entities_extracted"] == 2 and report.counts["facts_created"] == 1
     assert len(llm.chat_requests("extract_graph")) == 2
+
+
+async def test_the_same_answer_cached_by_two_requests_at_once_is_no_error(graph) -> None:
+    """Two requests asking the same question at once both miss the cache and both store
+    the answer: the second store is a no-op, not a failed request."""
+    import asyncio
+
+    cache = SurrealCache(graph)
+    entry = dict(task="answer", model="scripted", prompt_tokens=3, completion_tokens=2)
+    for _ in range(5):
+        key = f"k{_}"
+        await asyncio.gather(*(cache.put(key, "the answer", **entry) for _ in range(6)))
+        assert await cache.get(key) == "the answer"
+    rows = await graph.query_one("SELECT VALUE key FROM llm_cache")
+    assert sorted(rows) == [f"k{i}" for i in range(5)]

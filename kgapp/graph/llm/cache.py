@@ -3,7 +3,10 @@ of model, task, prompts and schema: re-running a job costs no second call."""
 
 from __future__ import annotations
 
+import contextlib
+
 from kgapp.graph import queries
+from kgapp.graph.errors import UniqueViolation
 from kgapp.graph.store import TenantStore
 
 
@@ -25,14 +28,17 @@ class SurrealCache:
         prompt_tokens: int,
         completion_tokens: int,
     ) -> None:
-        await self._store.query(
-            queries.LLM_CACHE_PUT,
-            {
-                "key": key,
-                "kind": task,
-                "model": model,
-                "response": value,
-                "prompt_tokens": prompt_tokens,
-                "completion_tokens": completion_tokens,
-            },
-        )
+        """Keep an answer. One stored a moment ago under the same key (the same question
+        from two requests at once) stands: that is no error."""
+        with contextlib.suppress(UniqueViolation):
+            await self._store.query(
+                queries.LLM_CACHE_PUT,
+                {
+                    "key": key,
+                    "kind": task,
+                    "model": model,
+                    "response": value,
+                    "prompt_tokens": prompt_tokens,
+                    "completion_tokens": completion_tokens,
+                },
+            )
