@@ -43,23 +43,36 @@ _sv_name_of() {
 }
 
 supervise_wait() {
-  local pid status name delay
+  local name pid status delay sleeper
   while :; do
-    pid='' status=0
-    wait -n -p pid "${_sv_pid[@]}" || status=$?
-    [ -n "$pid" ] || continue # a signal woke us; its trap decides
-    name=$(_sv_name_of "$pid")
-    # What the dead child left in its group (a worker's pool, say) goes with it.
-    kill -KILL -- "-$pid" 2>/dev/null || true
-    if ((SECONDS - _sv_started[$name] >= 30)); then _sv_delay[$name]=1; fi
-    delay=${_sv_delay[$name]}
-    local where=${_sv_log[$name]/#-/the output above}
-    echo "run: $name exited (status $status); restarting it in ${delay}s (see $where)" >&2
-    sleep "$delay" &
-    wait $! || true
-    _sv_delay[$name]=$((delay * 2 > 30 ? 30 : delay * 2))
-    _sv_start "$name"
+    # Wake when any child ends, or after a second at most: a child whose end bash has
+    # already reported is no longer one `wait -n` waits for, so look at each of them.
+    sleep 1 &
+    sleeper=$!
+    wait -n || true
+    kill "$sleeper" 2>/dev/null || true
+    for name in "${!_sv_pid[@]}"; do
+      pid=${_sv_pid[$name]}
+      kill -0 "$pid" 2>/dev/null && continue
+      status=0
+      wait "$pid" 2>/dev/null || status=$?
+      _sv_restart "$name" "$status"
+    done
   done
+}
+
+_sv_restart() {
+  local name=$1 status=$2 pid=${_sv_pid[$1]} delay
+  # What the dead child left in its group (a worker's pool, say) goes with it.
+  kill -KILL -- "-$pid" 2>/dev/null || true
+  if ((SECONDS - _sv_started[$name] >= 30)); then _sv_delay[$name]=1; fi
+  delay=${_sv_delay[$name]}
+  local where=${_sv_log[$name]/#-/the output above}
+  echo "run: $name exited (status $status); restarting it in ${delay}s (see $where)" >&2
+  sleep "$delay" &
+  wait $! || true
+  _sv_delay[$name]=$((delay * 2 > 30 ? 30 : delay * 2))
+  _sv_start "$name"
 }
 
 # Signal a child's group, and the child itself in case it is not yet in a group of its

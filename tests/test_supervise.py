@@ -58,17 +58,20 @@ class Driver:
 
 
 def group_alive(pgid: int, timeout: float = 2) -> bool:
-    """Whether process group `pgid` exists (a child just forked may still be on its way to
-    setsid: give it `timeout` seconds)."""
+    """Whether a live (not zombie) process is in group `pgid`; a child just forked may
+    still be on its way to setsid: give it `timeout` seconds."""
     deadline = time.monotonic() + timeout
     while True:
-        try:
-            os.killpg(pgid, 0)
-            return True
-        except ProcessLookupError:
-            if time.monotonic() > deadline:
-                return False
-            time.sleep(0.05)
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            try:
+                fields = stat.read_text().rpartition(")")[2].split()
+            except OSError:
+                continue  # gone meanwhile
+            if fields[0] != "Z" and int(fields[2]) == pgid:
+                return True
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
 
 
 def test_a_dead_child_is_restarted_and_ctrl_c_stops_them_all(tmp_path: Path) -> None:
