@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import uuid
+from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import (
@@ -15,6 +16,7 @@ from django.core.exceptions import (
 from django.http import HttpRequest, HttpResponse
 from django.http.multipartparser import MultiPartParserError
 from ninja import NinjaAPI
+from ninja.errors import ValidationError as RequestInvalid
 
 from kgapp.graph.errors import (
     GraphError,
@@ -115,6 +117,22 @@ def _invalid(request: HttpRequest, error: ValidationError) -> HttpResponse:
         else error.messages
     )
     return _error(request, 422, " ".join(messages))
+
+
+@api.exception_handler(RequestInvalid)
+def _request_invalid(request: HttpRequest, error: RequestInvalid) -> HttpResponse:
+    """Pydantic's findings on the request, one per field, as the one `detail` string
+    every declared error body has."""
+    return _error(request, 422, "; ".join(_finding(e) for e in error.errors))
+
+
+def _finding(error: dict[str, Any]) -> str:
+    # loc: where ("body", "query", "path", "file"), the handler's argument, the field.
+    loc = [str(part) for part in error.get("loc") or ()][1:]
+    if loc and loc[0] == "payload":
+        loc = loc[1:]
+    message = str(error.get("msg", "invalid")).removeprefix("Value error, ")
+    return f"{'.'.join(loc)}: {message}" if loc else message
 
 
 # Django refuses these request bodies while reading them (they reach the API as

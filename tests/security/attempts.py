@@ -1,0 +1,72 @@
+"""One attack or probe request, how it is sent, and what came of it."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlencode
+
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.test import Client
+
+from tests.security.conftest import Sides
+
+
+@dataclass
+class Attempt:
+    area: str  # api, admin, websocket, task
+    target: str  # the operation, route, socket or task attacked
+    how: str
+    method: str = "GET"
+    url: str = ""
+    query: dict[str, Any] | None = None
+    body: Any = None
+    kind: str = "json"  # json, multipart, form
+    auth: str = "token"  # token, api_key, session, curator
+
+
+@dataclass
+class Outcome:
+    attempt: Attempt
+    status: int
+    leaked: bool
+    b_changed: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def succeeded(self) -> bool:
+        return bool(self.b_changed) or (200 <= self.status < 300 and self.leaked)
+
+
+def clients(sides: Sides) -> dict[str, Client]:
+    a = sides.a
+    return {
+        "token": a.client,
+        "api_key": Client(HTTP_X_API_KEY=a.secret),
+        "session": a.session(),
+        "curator": a.session(a.curator),
+    }
+
+
+def send(client: Client, attempt: Attempt) -> Any:
+    url = attempt.url
+    if attempt.query:
+        url += "?" + urlencode(attempt.query, doseq=True)
+    method = attempt.method.lower()
+    if attempt.kind == "multipart" and attempt.body is not None:
+        files = [SimpleUploadedFile(name, data) for name, data in attempt.body["files"]]
+        return client.post(url, {"files": files})
+    if attempt.kind == "form":
+        return getattr(client, method)(url, attempt.body or {})
+    if attempt.body is None or method == "get":
+        return client.generic(attempt.method, url)
+    return client.generic(
+        attempt.method, url, data=json.dumps(attempt.body), content_type="application/json"
+    )
+
+
+def body_text(response: Any) -> str:
+    """The answer's body and headers, as text."""
+    body = b"".join(response.streaming_content) if response.streaming else response.content
+    return body.decode("utf-8", "replace") + "".join(f"{k}: {v}" for k, v in response.items())
