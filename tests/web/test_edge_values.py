@@ -9,7 +9,6 @@ import json
 from datetime import UTC, datetime
 
 import pytest
-
 from django.test import Client
 
 from kgapp.web.schemas import MAX_OFFSET

@@ -317,9 +317,9 @@ async def fact_add(
             await asyncio.sleep(random.uniform(0.02, 0.1) * 2**attempt)
             continue
         draft = work.facts[0]
-        new = draft.duplicate_of is None
-        added = draft.record if new else draft.duplicate_of["id"]
-        return FactAdded(to_json(await store.query_one(queries.FACT_GET, {"id": added})), new)
+        added = draft.record if draft.duplicate_of is None else draft.duplicate_of["id"]
+        fact_row = to_json(await store.query_one(queries.FACT_GET, {"id": added}))
+        return FactAdded(fact_row, created=draft.duplicate_of is None)
     raise WriteConflict(
         "the fact conflicted with concurrent writes to the same entities; retry it"
     )
