@@ -92,11 +92,11 @@ def seed(side: Side, writer: Client) -> None:
     if mark:
         ontology = side.client.get(f"{base}/ontology").json()
         ontology["entity_types"].append({"name": "Vault", "description": f"vaults {mark}"})
-        assert post_json_put(side.client, f"{base}/ontology", ontology).status_code == 200
+        assert put_json(side.client, f"{base}/ontology", ontology).status_code == 200
     side.ids = record_ids(side.tenant)
 
 
-def post_json_put(client: Client, url: str, body: Any) -> Any:
+def put_json(client: Client, url: str, body: Any) -> Any:
     return client.put(url, data=json.dumps(body), content_type="application/json")
 
 
@@ -202,7 +202,7 @@ class Sides:
 
 
 @pytest.fixture
-def two_sides(make_tenant, make_user, eager) -> Sides:  # noqa: ANN001
+def two_sides(make_tenant, make_user, eager) -> Sides:
     """A and B, seeded through the API with tasks run in-process."""
     mark = "bonly" + secrets.token_hex(5)
     made = []
