@@ -5,9 +5,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import quote, urlencode
 
-from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 
 from tests.security.conftest import Sides
@@ -55,8 +54,9 @@ def send(client: Client, attempt: Attempt) -> Any:
         url += "?" + urlencode(attempt.query, doseq=True)
     method = attempt.method.lower()
     if attempt.kind == "multipart" and attempt.body is not None:
-        files = [SimpleUploadedFile(name, data) for name, data in attempt.body["files"]]
-        return client.post(url, {"files": files})
+        return client.generic(
+            "POST", url, data=multipart(attempt.body["files"]), content_type=MULTIPART
+        )
     if attempt.kind == "form":
         return getattr(client, method)(url, attempt.body or {})
     if attempt.body is None or method == "get":
@@ -64,6 +64,26 @@ def send(client: Client, attempt: Attempt) -> Any:
     return client.generic(
         attempt.method, url, data=json.dumps(attempt.body), content_type="application/json"
     )
+
+
+BOUNDARY = "kgapp-attack-boundary"
+MULTIPART = f"multipart/form-data; boundary={BOUNDARY}"
+
+
+def multipart(files: list[tuple[str, bytes]]) -> bytes:
+    """A `files` form with each file's name sent exactly (RFC 2231 `filename*`), which the
+    test client's own encoder would refuse or shorten for names like `../x` or `*/`."""
+    parts = [
+        (
+            f"--{BOUNDARY}\r\nContent-Disposition: form-data; name=\"files\";"
+            f" filename*=UTF-8''{quote(name, safe='')}\r\n"
+            "Content-Type: application/octet-stream\r\n\r\n"
+        ).encode()
+        + data
+        + b"\r\n"
+        for name, data in files
+    ]
+    return b"".join(parts) + f"--{BOUNDARY}--\r\n".encode()
 
 
 def body_text(response: Any) -> str:
