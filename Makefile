@@ -1,5 +1,5 @@
 .DEFAULT_GOAL := help
-.PHONY: help setup run test lint bench load clean
+.PHONY: help setup run test lint bench load faults clean
 
 help: ## Show the targets
 	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-6s %s\n", $$1, $$2}'
@@ -20,11 +20,14 @@ lint: setup ## ruff, import-linter and mypy only
 
 bench: setup ## Run the benchmarks in bench/ and print their figures (not the load test)
 	@for script in bench/*.py; do \
-	  case "$$script" in bench/load.py|bench/locustfile.py) continue;; esac; \
+	  case "$$script" in bench/load.py|bench/locustfile.py|bench/faults.py|bench/conftest.py) continue;; esac; \
 	  echo "== $$script"; .venv/bin/python $$script || exit 1; done
 
 load: setup ## Load test: paced mixed search/query/graph steps (LOAD_ARGS="--rates 5 10")
 	.venv/bin/python bench/load.py $(LOAD_ARGS)
+
+faults: setup ## Faults, long run: the worker SIGKILLed at 20 points of a 100-episode ingest
+	.venv/bin/python -m pytest bench/faults.py -s -q -p no:cacheprovider
 
 clean: ## Remove installed packages and local data (var/)
 	rm -rf .venv node_modules var

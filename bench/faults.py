@@ -1,0 +1,157 @@
+"""Faults, long run (`make faults`): the whole Celery worker (pool and beat) is SIGKILLed
+at 20 points of a 100-episode ingest on the default (filesystem) broker; after each kill
+a new worker starts, the job heartbeat check queues the job again, and the ingest goes on
+from where it stopped. Afterwards the graph must equal an uninterrupted run's, record for
+record, with no episode lost or written twice.
+
+A pytest module run with the suite's fixtures (bench/conftest.py: real SurrealDB server,
+the scripted model): `.venv/bin/python -m pytest bench/faults.py -s -q`.
+
+The suite runs the one-kill version (tests/test_ingest_worker.py). Prints its figures.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+from django.test import override_settings
+
+from kgapp.celery import app as celery_app
+from kgapp.graph.ingest.documents import parse_document
+from kgapp.graph.ingest.service import document_submit
+from kgapp.graph.records import parse_record_id, to_json
+from kgapp.settings.base import celery_broker
+from kgapp.tasks import ingest
+from tenants.graph import tenant_graph
+from tests.graph.recorded import episode_of
+from tests.test_ingest_worker import graph_of, start_whole_worker, wait_for
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+EPISODES = 100
+KILLS = int(os.environ.get("KG_FAULT_KILLS", "20"))
+EXTRACTION_SECONDS = 0.25  # the scripted model's think time per episode
+
+PEOPLE = [f"Person {chr(65 + i // 26)}{chr(65 + i % 26)} Quill" for i in range(EPISODES)]
+PLACES = [f"Harbour {chr(65 + i // 26)}{chr(65 + i % 26)} Works" for i in range(EPISODES)]
+
+
+def conversation() -> bytes:
+    # Messages seven hours apart: each becomes an episode of its own.
+    return json.dumps([
+        {"speaker": person, "text": f"I work at {place}.",
+         "timestamp": 1_700_000_000 + i * 7 * 3600}
+        for i, (person, place) in enumerate(zip(PEOPLE, PLACES, strict=True))
+    ]).encode()
+
+
+def extraction(body, pause: float = 0.0):
+    if body["response_format"]["json_schema"]["name"] == "resolve_graph":
+        return {"entities": [], "facts": []}
+    time.sleep(pause)
+    speaker, _, text = episode_of(body).partition(": ")
+    place = text.removeprefix("I work at ").removesuffix(".")
+    return {
+        "entities": [{"name": speaker, "entity_type": "Person", "summary": ""},
+                     {"name": place, "entity_type": "Organization", "summary": ""}],
+        "facts": [{"source": speaker, "relation": "WORKS_AT", "target": place,
+                   "fact": f"{speaker} works at {place}.", "edge_type": "semantic",
+                   "confidence": 1.0, "valid_at": None, "invalid_at": None}],
+    }
+
+
+def stop(worker: subprocess.Popen[bytes] | None, sig: int) -> None:
+    if worker is None or worker.poll() is not None:
+        return
+    os.killpg(worker.pid, sig)
+    try:
+        worker.wait(30)
+    except subprocess.TimeoutExpired:
+        os.killpg(worker.pid, signal.SIGKILL)
+        worker.wait(10)
+
+
+def test_twenty_whole_worker_kills_lose_and_duplicate_nothing(
+    make_tenant, scripted_llm, tmp_path: Path
+) -> None:
+    scripted_llm.on_chat(lambda body: extraction(body, EXTRACTION_SECONDS))
+    tenant, uninterrupted = make_tenant(), make_tenant()
+    graph = tenant_graph(tenant)
+    parsed = parse_document("chat.json", conversation(), max_bytes=10**7)
+    _, job = graph.run(document_submit, parsed, file_name="chat.json", data=conversation(),
+                       uploaded_by="bench")
+    record = parse_record_id(job["id"], "job")
+    url, options = celery_broker("", tmp_path / "celery")
+    for key in ("data_folder_in", "processed_folder", "control_folder"):
+        Path(str(options[key])).mkdir(parents=True, exist_ok=True)
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "kgapp.settings.test",
+        "DATABASE_URL": f"sqlite:///{settings.DATABASES['default']['NAME']}",
+        "SURREAL_URL": settings.SURREAL_URL,
+        "KG_VAR_DIR": str(tmp_path),
+        "OPENAI_BASE_URL": scripted_llm.base_url,
+        "OPENAI_API_KEY": "test",
+        "KG_EMBEDDER": "openai",
+        "KG_JOB_HEARTBEAT_INTERVAL": "0.3",
+        "KG_JOB_STALE_AFTER": "1.5",
+        # Beat every 5 s: the filesystem broker delivers about one message a second, and a
+        # faster beat would queue the requeued job behind its own checks. A new worker
+        # also checks as it starts.
+        "KG_JOB_STALE_CHECK_INTERVAL": "5",
+    }
+    env.pop("REDIS_URL", None)
+    with celery_app.connection_for_write(url, transport_options=options) as connection:
+        ingest.apply_async((tenant.slug, job["id"]), connection=connection)
+
+    # Kill points: spread over the ingest, each at least one episode after the last.
+    points = [round(EPISODES * (k + 1) / (KILLS + 1)) for k in range(KILLS)]
+    killed_at: list[int] = []
+    started = time.monotonic()
+    worker = None
+    try:
+        for number, point in enumerate(points):
+            worker = start_whole_worker(env, tmp_path / f"worker-{number}.log")
+            row = wait_for(graph, record, lambda r, p=point: r.get("progress", 0) >= p
+                           or r["status"] in ("completed", "failed"), 120)
+            if row["status"] != "running":
+                break
+            stop(worker, signal.SIGKILL)
+            killed_at.append(row["progress"])
+            time.sleep(0.5)
+        worker = start_whole_worker(env, tmp_path / "worker-last.log")
+        row = wait_for(graph, record, lambda r: r["status"] in ("completed", "failed"), 300)
+    finally:
+        stop(worker, signal.SIGTERM)
+    elapsed = time.monotonic() - started
+    extractions = len(scripted_llm.chat_requests("extract_graph"))
+
+    scripted_llm.on_chat(extraction)
+    _, other = tenant_graph(uninterrupted).run(
+        document_submit, parsed, file_name="chat.json", data=conversation(), uploaded_by="t")
+    with override_settings(OPENAI_BASE_URL=scripted_llm.base_url, OPENAI_API_KEY="test",
+                           EMBEDDER="openai"):
+        baseline = ingest.apply(args=(uninterrupted.slug, other["id"])).get()
+    ours, theirs = graph_of(graph), graph_of(tenant_graph(uninterrupted))
+    episodes = ours["episodes"]
+    print(
+        f"\nfaults: {len(killed_at)} whole-worker SIGKILLs at episodes {killed_at} of"
+        f" {EPISODES}; job {row['status']} after {row['attempts']} attempts in"
+        f" {elapsed:.0f} s; episodes {len(episodes)} (distinct {len(set(map(str, episodes)))}),"
+        f" facts {len(ours['facts'])}, entities {len(ours['entities'])};"
+        f" extraction calls {extractions} for {EPISODES} episodes;"
+        f" graph equal to the uninterrupted run's: {ours == theirs}"
+    )
+    assert len(killed_at) == KILLS, killed_at
+    assert row["status"] == "completed" and row["attempts"] == KILLS + 1, row
+    assert baseline["status"] == "completed"
+    assert len(episodes) == len(set(map(str, episodes))) == EPISODES  # 0 lost, 0 twice
+    assert ours == theirs
+    assert to_json(row)["progress"] == EPISODES
