@@ -1,5 +1,5 @@
 .DEFAULT_GOAL := help
-.PHONY: help setup run test lint bench load faults clean
+.PHONY: help setup run test lint bench load faults fuzz injection clean
 
 help: ## Show the targets
 	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-6s %s\n", $$1, $$2}'
@@ -28,6 +28,14 @@ load: setup ## Load test: paced mixed search/query/graph steps (LOAD_ARGS="--rat
 
 faults: setup ## Faults, long run: the worker SIGKILLed at 20 points of a 100-episode ingest
 	.venv/bin/python -m pytest bench/faults.py -s -q -p no:cacheprovider
+
+fuzz: setup ## API fuzz, long run: 10,000 schemathesis cases, authenticated (FUZZ_CASES=n)
+	KG_VAR_DIR=var/fuzz KG_FUZZ_CASES=$(or $(FUZZ_CASES),10000) .venv/bin/python -m pytest \
+	  tests/security/test_api_fuzz.py -k fuzzing -q -p no:cacheprovider --timeout 0
+
+injection: setup ## SurrealQL injection, long run: every payload in every text field and id
+	KG_VAR_DIR=var/injection KG_INJECTION_FULL=1 .venv/bin/python -m pytest \
+	  tests/security/test_injection.py -q -p no:cacheprovider --timeout 0
 
 clean: ## Remove installed packages and local data (var/)
 	rm -rf .venv node_modules var
