@@ -171,10 +171,12 @@ class SearchIndex:
         if epoch != self.epoch or self._worn_out():
             await self._load(store)
             return
+        sweep = True  # once: the look back; then on from the cursor while behind
         while True:
-            self._take(await self.tail.read(store, sweep=True))
+            self._take(await self.tail.read(store, sweep=sweep))
             if not self.tail.behind:
                 break
+            sweep = False
         self.refreshed = time.monotonic()
 
     async def _load(self, store: TenantStore) -> None:
