@@ -20,18 +20,21 @@ import time
 from pathlib import Path
 
 import pytest
-from django.conf import settings
 from django.test import override_settings
 
 from kgapp.celery import app as celery_app
 from kgapp.graph.ingest.documents import parse_document
 from kgapp.graph.ingest.service import document_submit
 from kgapp.graph.records import parse_record_id, to_json
-from kgapp.settings.base import celery_broker
 from kgapp.tasks import ingest
 from tenants.graph import tenant_graph
 from tests.graph.recorded import episode_of
-from tests.test_ingest_worker import graph_of, start_whole_worker, wait_for
+from tests.test_ingest_worker import (
+    default_broker_workers,
+    graph_of,
+    start_whole_worker,
+    wait_for,
+)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -88,26 +91,10 @@ def test_twenty_whole_worker_kills_lose_and_duplicate_nothing(
     _, job = graph.run(document_submit, parsed, file_name="chat.json", data=conversation(),
                        uploaded_by="bench")
     record = parse_record_id(job["id"], "job")
-    url, options = celery_broker("", tmp_path / "celery")
-    for key in ("data_folder_in", "processed_folder", "control_folder"):
-        Path(str(options[key])).mkdir(parents=True, exist_ok=True)
-    env = {
-        **os.environ,
-        "DJANGO_SETTINGS_MODULE": "kgapp.settings.test",
-        "DATABASE_URL": f"sqlite:///{settings.DATABASES['default']['NAME']}",
-        "SURREAL_URL": settings.SURREAL_URL,
-        "KG_VAR_DIR": str(tmp_path),
-        "OPENAI_BASE_URL": scripted_llm.base_url,
-        "OPENAI_API_KEY": "test",
-        "KG_EMBEDDER": "openai",
-        "KG_JOB_HEARTBEAT_INTERVAL": "0.3",
-        "KG_JOB_STALE_AFTER": "1.5",
-        # Beat every 5 s: the filesystem broker delivers about one message a second, and a
-        # faster beat would queue the requeued job behind its own checks. A new worker
-        # also checks as it starts.
-        "KG_JOB_STALE_CHECK_INTERVAL": "5",
-    }
-    env.pop("REDIS_URL", None)
+    # Beat every 5 s: the filesystem broker delivers about one message a second, and a
+    # faster beat would queue the requeued job behind its own checks. A new worker also
+    # checks as it starts.
+    url, options, env = default_broker_workers(tmp_path, scripted_llm.base_url, stale_check=5)
     with celery_app.connection_for_write(url, transport_options=options) as connection:
         ingest.apply_async((tenant.slug, job["id"]), connection=connection)
 

@@ -164,6 +164,32 @@ def wait_for(graph, record, done, timeout: float) -> dict:
     return row
 
 
+def default_broker_workers(
+    tmp_path: Path, llm_url: str, stale_check: float = 1
+) -> tuple[str, dict, dict[str, str]]:
+    """The default broker (files under the worker's var/), no Redis: a message a worker
+    has taken is gone from the queue, acks_late or not. Its URL and options, and the
+    environment of workers using it with the scripted model and quick heartbeats."""
+    url, options = celery_broker("", tmp_path / "celery")
+    for key in ("data_folder_in", "processed_folder", "control_folder"):
+        Path(str(options[key])).mkdir(parents=True, exist_ok=True)
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "kgapp.settings.test",
+        "DATABASE_URL": f"sqlite:///{settings.DATABASES['default']['NAME']}",
+        "SURREAL_URL": settings.SURREAL_URL,
+        "KG_VAR_DIR": str(tmp_path),
+        "OPENAI_BASE_URL": llm_url,
+        "OPENAI_API_KEY": "test",
+        "KG_EMBEDDER": "openai",
+        "KG_JOB_HEARTBEAT_INTERVAL": "0.3",
+        "KG_JOB_STALE_AFTER": "1.5",
+        "KG_JOB_STALE_CHECK_INTERVAL": str(stale_check),
+    }
+    env.pop("REDIS_URL", None)
+    return url, options, env
+
+
 def test_a_whole_worker_killed_on_the_default_broker_is_requeued_by_its_heartbeat(
     make_tenant, scripted_llm, tmp_path: Path
 ) -> None:
@@ -174,25 +200,7 @@ def test_a_whole_worker_killed_on_the_default_broker_is_requeued_by_its_heartbea
     _, job = graph.run(document_submit, parsed, file_name="chat.json", data=conversation(),
                        uploaded_by="t")
     record = parse_record_id(job["id"], "job")
-    # The default broker (files under the worker's var/), no Redis: a message a worker has
-    # taken is gone from the queue, acks_late or not.
-    url, options = celery_broker("", tmp_path / "celery")
-    for key in ("data_folder_in", "processed_folder", "control_folder"):
-        Path(str(options[key])).mkdir(parents=True, exist_ok=True)
-    env = {
-        **os.environ,
-        "DJANGO_SETTINGS_MODULE": "kgapp.settings.test",
-        "DATABASE_URL": f"sqlite:///{settings.DATABASES['default']['NAME']}",
-        "SURREAL_URL": settings.SURREAL_URL,
-        "KG_VAR_DIR": str(tmp_path),
-        "OPENAI_BASE_URL": scripted_llm.base_url,
-        "OPENAI_API_KEY": "test",
-        "KG_EMBEDDER": "openai",
-        "KG_JOB_HEARTBEAT_INTERVAL": "0.3",
-        "KG_JOB_STALE_AFTER": "1.5",
-        "KG_JOB_STALE_CHECK_INTERVAL": "1",
-    }
-    env.pop("REDIS_URL", None)
+    url, options, env = default_broker_workers(tmp_path, scripted_llm.base_url)
     with celery_app.connection_for_write(url, transport_options=options) as connection:
         ingest.apply_async((tenant.slug, job["id"]), connection=connection)
     first = start_whole_worker(env, tmp_path / "first.log")
