@@ -1,5 +1,5 @@
 .DEFAULT_GOAL := help
-.PHONY: help setup run test lint bench load faults fuzz injection clean
+.PHONY: help setup run test lint bench load faults restarts fuzz injection clean
 
 help: ## Show the targets
 	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-6s %s\n", $$1, $$2}'
@@ -20,7 +20,7 @@ lint: setup ## ruff, import-linter and mypy only
 
 bench: setup ## Run the benchmarks in bench/ and print their figures (not the load test)
 	@for script in bench/*.py; do \
-	  case "$$script" in bench/load.py|bench/locustfile.py|bench/faults.py|bench/conftest.py) continue;; esac; \
+	  case "$$script" in bench/load.py|bench/locustfile.py|bench/faults.py|bench/restarts.py|bench/conftest.py) continue;; esac; \
 	  echo "== $$script"; .venv/bin/python $$script || exit 1; done
 
 load: setup ## Load test: paced mixed search/query/graph steps (LOAD_ARGS="--rates 5 10")
@@ -28,6 +28,9 @@ load: setup ## Load test: paced mixed search/query/graph steps (LOAD_ARGS="--rat
 
 faults: setup ## Faults, long run: the worker SIGKILLed at 20 points of a 100-episode ingest
 	.venv/bin/python -m pytest bench/faults.py -s -q -p no:cacheprovider
+
+restarts: setup ## Restarts, long run: SurrealDB and Redis restarted 5 times each mid-ingest
+	.venv/bin/python -m pytest bench/restarts.py -s -q -p no:cacheprovider
 
 fuzz: setup ## API fuzz, long run: 10,000 schemathesis cases, authenticated (FUZZ_CASES=n)
 	KG_VAR_DIR=var/fuzz KG_FUZZ_CASES=$(or $(FUZZ_CASES),10000) .venv/bin/python -m pytest \
