@@ -9,6 +9,8 @@
 # SIGKILLs what is left of its group: a Celery worker's pool and beat go with it. A child that exits
 # is restarted after 1 s, doubling up to 30 s while it keeps dying within 30 s of its
 # start. Stopping before supervise_wait (set -e, an error) stops the children too.
+# A shell started with SIGINT ignored (a background job of a non-interactive shell, as
+# `make test &` runs pytest) cannot trap it, by POSIX: there only SIGTERM stops it all.
 
 command -v setsid >/dev/null || { echo "run: setsid (util-linux) is required" >&2; exit 1; }
 
@@ -85,18 +87,21 @@ _sv_signal() {
 }
 
 _sv_stop() {
-  local code=${1:-$?} pid deadline
+  local code=${1:-$?} pid deadline pids
   trap - INT TERM EXIT
   ((${#_sv_pid[@]})) || exit "$code"
+  # Every job of this shell too: the trap can run between a restart's fork and the line
+  # that records the new child's pid, which _sv_pid then lacks.
+  pids=("${_sv_pid[@]}" $(jobs -p))
   echo "run: stopping ${!_sv_pid[*]}" >&2
   # The leaders first, so that a worker can shut down its own pool (warm shutdown).
-  for pid in "${_sv_pid[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+  for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
   deadline=$((SECONDS + ${SUPERVISE_GRACE:-15}))
-  for pid in "${_sv_pid[@]}"; do
+  for pid in "${pids[@]}"; do
     while _sv_signal 0 "$pid" && ((SECONDS < deadline)); do sleep 0.2; done
     _sv_signal KILL "$pid" || true
   done
-  wait "${_sv_pid[@]}" 2>/dev/null || true
+  wait "${pids[@]}" 2>/dev/null || true
   exit "$code"
 }
 

@@ -20,11 +20,15 @@ SUPERVISE = Path(settings.BASE_DIR) / "bin" / "supervise.sh"
 class Driver:
     """A bash script that sources bin/supervise.sh, and the lines it prints."""
 
-    def __init__(self, script: str, tmp_path: Path):
+    def __init__(self, script: str, tmp_path: Path, sigint: str = "default"):
         path = tmp_path / "driver.sh"
         path.write_text(f"set -euo pipefail\nsource {SUPERVISE}\n{script}\n")
+        # As from a terminal, SIGINT at its default whatever this run inherited: a run
+        # started in the background (`make test &`) ignores it, and a shell cannot trap
+        # a signal ignored when it started.
         self.process = subprocess.Popen(
-            ["bash", str(path)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            ["env", f"--{sigint}-signal=INT", "bash", str(path)],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
             env={**os.environ, "SUPERVISE_GRACE": "1"}, start_new_session=True,
         )
         self.lines: queue.Queue[str] = queue.Queue()
@@ -111,5 +115,16 @@ def test_an_error_before_supervising_stops_what_was_started(tmp_path: Path) -> N
         surreal = driver.started("surreal")
         assert driver.process.wait(15) == 1
         assert not group_alive(surreal, timeout=0)
+    finally:
+        driver.close()
+
+
+def test_sigterm_stops_them_all_even_where_ctrl_c_is_ignored(tmp_path: Path) -> None:
+    driver = Driver("supervise web - sleep 300\nsupervise_wait", tmp_path, sigint="ignore")
+    try:
+        web = driver.started("web")
+        driver.process.send_signal(signal.SIGTERM)
+        assert driver.process.wait(15) == 0
+        assert not group_alive(web, timeout=0)
     finally:
         driver.close()
