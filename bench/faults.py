@@ -20,7 +20,6 @@ import time
 from pathlib import Path
 
 import pytest
-from django.test import override_settings
 
 from kgapp.celery import app as celery_app
 from kgapp.graph.ingest.documents import parse_document
@@ -32,6 +31,7 @@ from tests.graph.recorded import episode_of
 from tests.test_ingest_worker import (
     default_broker_workers,
     graph_of,
+    ingest_in_process,
     start_whole_worker,
     wait_for,
 )
@@ -121,11 +121,7 @@ def test_twenty_whole_worker_kills_lose_and_duplicate_nothing(
     extractions = len(scripted_llm.chat_requests("extract_graph"))
 
     scripted_llm.on_chat(extraction)
-    _, other = tenant_graph(uninterrupted).run(
-        document_submit, parsed, file_name="chat.json", data=conversation(), uploaded_by="t")
-    with override_settings(OPENAI_BASE_URL=scripted_llm.base_url, OPENAI_API_KEY="test",
-                           EMBEDDER="openai"):
-        baseline = ingest.apply(args=(uninterrupted.slug, other["id"])).get()
+    baseline = ingest_in_process(uninterrupted, parsed, conversation(), scripted_llm.base_url)
     ours, theirs = graph_of(graph), graph_of(tenant_graph(uninterrupted))
     episodes = ours["episodes"]
     print(

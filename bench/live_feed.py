@@ -40,10 +40,10 @@ from websockets.asyncio.client import connect  # noqa: E402
 from websockets.exceptions import WebSocketException  # noqa: E402
 
 from kgapp import surreal_server  # noqa: E402
+from kgapp.graph import queries  # noqa: E402
 from kgapp.graph.errors import GraphError  # noqa: E402
 from kgapp.graph.store import Pool, StoreConfig, TenantStore  # noqa: E402
 
-CREATE = "CREATE ONLY $id CONTENT {name: $name, canonical_name: $name} RETURN NONE;"
 NAMESPACE = "t_demo"
 
 
@@ -233,7 +233,10 @@ async def write(store: TenantStore, key: str) -> None:
     as existing had committed before its answer was lost."""
     while True:
         try:
-            await store.query(CREATE, {"id": RecordID("entity", key), "name": key})
+            await store.query(
+                queries.ENTITY_CREATE,
+                {"id": RecordID("entity", key), "row": {"name": key, "canonical_name": key}},
+            )
             return
         except GraphError as error:
             if "already exists" in str(error):

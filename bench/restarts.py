@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from django.test import override_settings
 
 from bench.faults import EPISODES, conversation, extraction, stop
 from bench.live_feed import Redis, Surreal
@@ -38,6 +37,7 @@ from tenants.graph import tenant_graph
 from tests.test_ingest_worker import (
     default_broker_workers,
     graph_of,
+    ingest_in_process,
     start_whole_worker,
     wait_for,
 )
@@ -146,11 +146,7 @@ def test_surrealdb_and_redis_restarted_during_an_ingest(
     logs = worker.logs()
 
     scripted_llm.on_chat(extraction)
-    _, other = tenant_graph(uninterrupted).run(
-        document_submit, parsed, file_name="chat.json", data=conversation(), uploaded_by="t")
-    with override_settings(OPENAI_BASE_URL=scripted_llm.base_url, OPENAI_API_KEY="test",
-                           EMBEDDER="openai"):
-        baseline = ingest.apply(args=(uninterrupted.slug, other["id"])).get()
+    baseline = ingest_in_process(uninterrupted, parsed, conversation(), scripted_llm.base_url)
     ours, theirs = graph_of(graph), graph_of(tenant_graph(uninterrupted))
     episodes = ours["episodes"]
     print(

@@ -164,6 +164,15 @@ def wait_for(graph, record, done, timeout: float) -> dict:
     return row
 
 
+def ingest_in_process(tenant, parsed, data: bytes, llm_url: str) -> dict:
+    """The same upload ingested in another tenant in this process, uninterrupted: the
+    baseline a disturbed run's graph must equal."""
+    _, job = tenant_graph(tenant).run(
+        document_submit, parsed, file_name="chat.json", data=data, uploaded_by="t")
+    with override_settings(OPENAI_BASE_URL=llm_url, OPENAI_API_KEY="test", EMBEDDER="openai"):
+        return ingest.apply(args=(tenant.slug, job["id"])).get()
+
+
 def default_broker_workers(
     tmp_path: Path, llm_url: str, stale_check: float = 1
 ) -> tuple[str, dict, dict[str, str]]:
@@ -237,11 +246,7 @@ def test_a_whole_worker_killed_on_the_default_broker_is_requeued_by_its_heartbea
 
     # The same upload, uninterrupted, in another tenant: the same graph, record for record.
     scripted_llm.on_chat(extraction)
-    _, other = tenant_graph(uninterrupted).run(
-        document_submit, parsed, file_name="chat.json", data=conversation(), uploaded_by="t")
-    with override_settings(OPENAI_BASE_URL=scripted_llm.base_url, OPENAI_API_KEY="test",
-                           EMBEDDER="openai"):
-        baseline = ingest.apply(args=(uninterrupted.slug, other["id"])).get()
+    baseline = ingest_in_process(uninterrupted, parsed, conversation(), scripted_llm.base_url)
     assert baseline["status"] == "completed" and baseline["counts"]["episodes"] == len(PEOPLE)
     assert graph_of(graph) == graph_of(tenant_graph(uninterrupted))
     assert len(graph_of(graph)["facts"]) == len(PEOPLE)
