@@ -29,7 +29,7 @@ import igraph  # noqa: E402
 from surrealdb.data.types.record_id import RecordID  # noqa: E402
 
 from kgapp.graph.communities import Detection, detect, project_index  # noqa: E402
-from kgapp.graph.search.index import FactIndex  # noqa: E402
+from kgapp.graph.index import FactIndex  # noqa: E402
 
 CLUSTERS = 50
 

@@ -181,7 +181,7 @@ def load_conversation(path: Path) -> Conversation:
         for turn in raw[f"session_{number}"]:
             text = turn.get("text", "").strip()
             caption = (turn.get("blip_caption") or "").strip()
-            if caption:  # as kgapp.graph.ingest.documents renders a shared photo
+            if caption:  # as kgapp.graph.documents renders a shared photo
                 text = f"{text} [shared a photo: {caption}]".strip()
             turns.append(f"[{date}] {turn['speaker']}: {text}")
     observations = [
@@ -339,7 +339,7 @@ class TurnBaseline:
     """BM25 over the conversation's turns, analysed like the product's BM25 index."""
 
     def __init__(self, turns: list[str]) -> None:
-        from kgapp.graph.search.analyzer import terms
+        from kgapp.graph.analyzer import terms
 
         self.terms, self.turns = terms, turns
         logging.getLogger("bm25s").setLevel(logging.WARNING)  # it sets DEBUG on import
@@ -361,7 +361,7 @@ class TurnBaseline:
 
 def budget_tokens(conversation: Conversation) -> int:
     """The total token budget whose text is about CONTEXT_CHARS long on this talk."""
-    from kgapp.graph.ingest.chunking import count_tokens
+    from kgapp.graph.chunking import count_tokens
 
     text = "\n".join(conversation.turns)
     return int(CONTEXT_CHARS / (len(text) / count_tokens(text)))

@@ -1,4 +1,6 @@
-"""Celery tasks. Each is an adapter: load the tenant from the job it is given, call core.
+"""Celery tasks, and queueing them. Each task is an adapter: load the tenant from the job
+it is given, call core. The `queue_*` functions create a job record and send its task,
+as one step the web edges call.
 
 Tasks are idempotent (a redelivered job that already finished is left as it is), so
 `acks_late` with `reject_on_worker_lost` can safely run them again. A job's heartbeat is
@@ -10,10 +12,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
+from datetime import datetime
 from typing import Any
 
 from celery import shared_task
 from django.conf import settings
+from kombu.exceptions import OperationalError
 
 from kgapp.graph import communities, curation, jobs
 from kgapp.graph.errors import GraphError, GraphUnavailable
@@ -70,9 +74,7 @@ def _communities_if_due(tenant: Tenant) -> None:
     """After every COMMUNITY_EVERY_EPISODES new episodes, detect communities again."""
     every = settings.COMMUNITY_EVERY_EPISODES
     if every and tenant_graph(tenant).run(communities.rebuild_due, every):
-        from kgapp.web import enqueue
-
-        enqueue.rebuild_communities(tenant, created_by="ingestion")
+        queue_rebuild_communities(tenant, created_by="ingestion")
 
 
 async def _ingest(store: TenantStore, job: Any) -> dict[str, Any]:
@@ -105,11 +107,9 @@ async def _rebuild(store: TenantStore, job: Any) -> dict[str, Any]:
 @shared_task(name="kgapp.rebuild_all_communities")
 def rebuild_all_communities() -> int:
     """Periodic (beat): queue a community rebuild for every tenant."""
-    from kgapp.web import enqueue
-
     tenants = list(Tenant.objects.all())
     for tenant in tenants:
-        enqueue.rebuild_communities(tenant, created_by="schedule")
+        queue_rebuild_communities(tenant, created_by="schedule")
     return len(tenants)
 
 
@@ -137,15 +137,83 @@ def generate_dedup_candidates() -> dict[str, int]:
 def requeue_stale_jobs() -> dict[str, list[str]]:
     """Periodic (beat), and when a worker starts: send again the tasks of every tenant's
     running jobs whose heartbeat is older than JOB_STALE_AFTER (their worker died)."""
-    from kgapp.web import enqueue
-
     requeued = {}
     for tenant in Tenant.objects.all():
         try:
-            ids = enqueue.requeue_stale(tenant, stale_after=settings.JOB_STALE_AFTER)
-        except (GraphError, enqueue.QueueUnavailable) as error:
+            ids = requeue_stale(tenant, stale_after=settings.JOB_STALE_AFTER)
+        except (GraphError, QueueUnavailable) as error:
             logger.warning("stale jobs of %s not checked: %s", tenant.slug, error)
             continue
         if ids:
             requeued[tenant.slug] = ids
     return requeued
+
+
+# --- queueing: create a job record and send its task, as one step the edges call ---
+
+
+class QueueUnavailable(Exception):
+    """The task broker could not take the message; the job is marked failed."""
+
+
+def queue_health_check(tenant: Tenant, *, created_by: str) -> dict[str, Any]:
+    job = to_json(
+        tenant_graph(tenant).run(jobs.job_create, kind="health_check", created_by=created_by)
+    )
+    _send(tenant, job, health_check)
+    return job
+
+
+def queue_rebuild_communities(
+    tenant: Tenant, *, created_by: str, as_of: datetime | None = None
+) -> dict[str, Any]:
+    """Queue community detection (for the current graph, or as of a past moment)."""
+    job = to_json(
+        tenant_graph(tenant).run(
+            jobs.job_create,
+            kind="communities",
+            created_by=created_by,
+            params={"as_of": as_of} if as_of else {},
+        )
+    )
+    _send(tenant, job, rebuild_communities)
+    return job
+
+
+def queue_ingest(tenant: Tenant, job: dict[str, Any]) -> None:
+    """Queue the ingest task of a job record already created."""
+    _send(tenant, job, ingest)
+
+
+# The task that runs each kind of job.
+_TASKS = {
+    "health_check": health_check,
+    "communities": rebuild_communities,
+    "ingest_episode": ingest,
+    "ingest_document": ingest,
+}
+
+
+def requeue_stale(tenant: Tenant, *, stale_after: float) -> list[str]:
+    """Send again the tasks of the tenant's running jobs whose worker stopped beating
+    (see kgapp.graph.jobs); the ids of the jobs requeued."""
+    requeued = tenant_graph(tenant).run(
+        jobs.requeue_stale, stale_after=stale_after, kinds=tuple(_TASKS)
+    )
+    ids = []
+    for job in map(to_json, requeued):
+        logger.warning("job %s of %s lost its worker; queued again", job["id"], tenant.slug)
+        _send(tenant, job, _TASKS[job["kind"]])
+        ids.append(job["id"])
+    return ids
+
+
+def _send(tenant: Tenant, job: dict[str, Any], task: Any) -> None:
+    try:
+        task.delay(tenant.slug, job["id"])
+    except OperationalError as error:
+        logger.warning("broker refused job %s: %s", job["id"], error)
+        tenant_graph(tenant).run(
+            jobs.job_fail, parse_record_id(job["id"], "job"), error="the task queue is down"
+        )
+        raise QueueUnavailable("the task queue is unavailable; try again shortly") from error

@@ -10,9 +10,9 @@ from django.core.signals import setting_changed
 
 from kgapp.graph.embeddings import Embedder, OpenAIEmbedder, local_embedder
 from kgapp.graph.ingest.offline import OfflineExtractor
-from kgapp.graph.ingest.pdf import PdfLimits
 from kgapp.graph.llm.cache import SurrealCache
 from kgapp.graph.llm.client import LLMClient, LLMConfig
+from kgapp.graph.pdf import PdfLimits
 from kgapp.graph.schema import Migration, load_migrations
 from kgapp.graph.store import GraphRuntime, StoreConfig, TenantGraph, TenantStore
 from tenants.models import Tenant

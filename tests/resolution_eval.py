@@ -25,13 +25,13 @@ from kgapp.graph import curation, queries
 from kgapp.graph.embeddings import Embedder
 from kgapp.graph.ingest.extract import drafts_from
 from kgapp.graph.ingest.model import EpisodeInput, EpisodeWork
-from kgapp.graph.ingest.normalize import canonical_name, content_hash
 from kgapp.graph.ingest.pipeline import ingest_context, resolve_and_persist
 from kgapp.graph.ingest.prepare import episode_record
 from kgapp.graph.llm.client import LLMClient
 from kgapp.graph.llm.prompts.extract import ExtractedEntity, Extraction
 from kgapp.graph.records import record_key
 from kgapp.graph.store import TenantStore
+from kgapp.graph.text import canonical_name, content_hash
 
 PAIRS = Path(__file__).resolve().parent / "data" / "resolution_pairs.json"
 NAMES_PER_EPISODE = 8

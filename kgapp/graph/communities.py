@@ -29,10 +29,10 @@ import numpy as np
 from surrealdb.data.types.record_id import RecordID
 
 from kgapp.graph import queries
+from kgapp.graph.index import FactIndex, entity_index, fact_index
 from kgapp.graph.llm.client import LLMClient
 from kgapp.graph.llm.prompts import community as prompt
 from kgapp.graph.records import record_key
-from kgapp.graph.search.index import FactIndex, entity_index, fact_index
 from kgapp.graph.store import TenantStore
 
 SUMMARY_CONCURRENCY = 4

@@ -23,12 +23,11 @@ from typing import Any
 import numpy as np
 from surrealdb.data.types.record_id import RecordID
 
-from kgapp.graph import queries
+from kgapp.graph import names, queries
 from kgapp.graph.errors import GraphError, NotFound, UniqueViolation
-from kgapp.graph.ingest import names
-from kgapp.graph.ingest.resolve_entities import types_compatible
+from kgapp.graph.index import entity_index
+from kgapp.graph.ontology import types_compatible
 from kgapp.graph.records import record_key
-from kgapp.graph.search.index import entity_index
 from kgapp.graph.store import TenantStore
 
 MERGE_ATTEMPTS = 3
@@ -561,7 +560,7 @@ async def decide_candidate(
 
 
 # Pairs proposed for review: cosine of the name vectors in [EMBEDDING_BAND, 1), or names
-# that resemble each other (kgapp/graph/ingest/names.py) among each entity's nearest;
+# that resemble each other (kgapp/graph/names.py) among each entity's nearest;
 # never a pair whose names differ in what distinguishes two things (a number, a qualifier).
 EMBEDDING_BAND = 0.70
 NEIGHBOURS = 10

@@ -18,9 +18,9 @@ from django.views.decorators.http import require_POST
 
 from kgapp.graph import curation
 from kgapp.graph.errors import GraphError, InvalidRecordId, NotFound
-from kgapp.graph.ingest.extract import parse_when
 from kgapp.graph.records import parse_record_id, to_json
 from kgapp.graph.search import service
+from kgapp.graph.time import parse_when
 from kgapp.web.schemas import MAX_OFFSET
 from tenants.access import TenantAccess, tenant_access
 from tenants.errors import RoleRequired, TenantAccessError
@@ -316,10 +316,10 @@ def audit_undo(request: HttpRequest, slug: str, entry_id: str) -> HttpResponse:
 @require_POST
 def communities_rebuild(request: HttpRequest, slug: str) -> HttpResponse:
     """Queue community detection for the tenant (the same job as the API's)."""
-    from kgapp.web import enqueue
+    from kgapp import tasks
 
     access = _access(request, slug)
-    job = enqueue.rebuild_communities(access.tenant, created_by=_actor(request))
+    job = tasks.queue_rebuild_communities(access.tenant, created_by=_actor(request))
     messages.success(request, f"Community detection queued as {job['id']} ({job['status']}).")
     return HttpResponseRedirect(_local(request, request.POST.get("next"), slug))
 

@@ -27,8 +27,8 @@ from kgapp.graph.errors import (
     WriteConflict,
 )
 from kgapp.graph.search.service import RerankerUnavailable
+from kgapp.tasks import QueueUnavailable
 from kgapp.web.auth import API_AUTH
-from kgapp.web.enqueue import QueueUnavailable
 from kgapp.web.ratelimits import RateLimited
 from kgapp.web.routers import health, ingest, search, tenant, tenants, tokens
 from tenants.errors import TenantAccessError

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from kgapp.graph.ingest.chunking import Chunk, chunk_text, count_tokens, group_messages
-from kgapp.graph.ingest.documents import Message, parse_document
+from kgapp.graph.chunking import Chunk, chunk_text, count_tokens, group_messages
+from kgapp.graph.documents import Message, parse_document
 
 LOCOMO = Path(__file__).resolve().parents[1] / "data" / "locomo_like.json"
 

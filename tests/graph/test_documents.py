@@ -13,7 +13,7 @@ from typing import Any
 import pypdf
 import pytest
 
-from kgapp.graph.ingest.documents import (
+from kgapp.graph.documents import (
     SUPPORTED_EXTENSIONS,
     DocumentError,
     Message,
@@ -22,7 +22,7 @@ from kgapp.graph.ingest.documents import (
     parse_document,
     parse_message_lines,
 )
-from kgapp.graph.ingest.pdf import PdfLimits, pdf_text
+from kgapp.graph.pdf import PdfLimits, pdf_text
 
 LOCOMO = Path(__file__).resolve().parents[1] / "data" / "locomo_like.json"
 LIMIT = 1_000_000

@@ -12,11 +12,9 @@ from kgapp.graph.ingest.offline import (
     DEFAULT_MODEL,
     ExtractorUnavailable,
     OfflineExtractor,
-    resolve_date,
-    resolve_named,
-    stated_period,
 )
 from kgapp.graph.llm.prompts.extract import Extraction
+from kgapp.graph.time import resolve_date, resolve_named, stated_period
 
 # A Wednesday.
 NOW = datetime(2024, 5, 15, 18, 30, tzinfo=UTC)

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from kgapp.graph.ingest.documents import DocumentError
-from kgapp.graph.ingest.pdf import PdfLimits, pdf_text
+from kgapp.graph.documents import DocumentError
+from kgapp.graph.pdf import PdfLimits, pdf_text
 from tests.pdf_files import bomb, pdf_of, text_stream
 
 

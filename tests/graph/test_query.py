@@ -11,12 +11,12 @@ import pytest
 from surrealdb.data.types.record_id import RecordID
 
 from kgapp.graph import jobs, schema
+from kgapp.graph.chunking import count_tokens, passage_units
 from kgapp.graph.embeddings import local_embedder
-from kgapp.graph.ingest.chunking import count_tokens, passage_units
+from kgapp.graph.index import unit_vectors
 from kgapp.graph.ingest.model import EpisodeInput
 from kgapp.graph.ingest.pipeline import ingest_job
 from kgapp.graph.ingest.service import episodes_remove
-from kgapp.graph.search.index import unit_vectors
 from kgapp.graph.search.query import (
     QueryRequest,
     _entity_line,
@@ -24,7 +24,7 @@ from kgapp.graph.search.query import (
     _statement,
     query,
 )
-from kgapp.graph.search.service import Moment
+from kgapp.graph.time import Moment
 
 SCHEMA = Path(__file__).resolve().parents[2] / "schema"
 QUESTION = "When did Caroline go to the support group?"

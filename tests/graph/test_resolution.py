@@ -9,9 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from kgapp.graph import curation, schema
+from kgapp.graph import curation, names, schema
 from kgapp.graph.embeddings import local_embedder
-from kgapp.graph.ingest import names
 from kgapp.graph.ingest.service import fact_add
 from kgapp.graph.records import to_json
 from tests import resolution_eval

@@ -13,12 +13,12 @@ from kgapp.graph.ingest.model import EpisodeInput
 from kgapp.graph.ingest.pipeline import ingest_job
 from kgapp.graph.records import record_key
 from kgapp.graph.search.service import (
-    Moment,
     SearchRequest,
     entity_facts,
     fact_history,
     search,
 )
+from kgapp.graph.time import Moment
 
 SCHEMA = Path(__file__).resolve().parents[2] / "schema"
 

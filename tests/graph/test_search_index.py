@@ -13,12 +13,13 @@ import pytest
 from surrealdb.data.types.record_id import RecordID
 
 from kgapp.graph import queries, schema
+from kgapp.graph.analyzer import terms
 from kgapp.graph.embeddings import local_embedder
+from kgapp.graph.index import K1, B, Postings, fact_index, micros
 from kgapp.graph.namespaces import namespace_define, namespace_remove
-from kgapp.graph.search.analyzer import terms
-from kgapp.graph.search.index import K1, B, Postings, fact_index, micros
-from kgapp.graph.search.service import Moment, SearchRequest, search
+from kgapp.graph.search.service import SearchRequest, search
 from kgapp.graph.store import Pool, TenantStore
+from kgapp.graph.time import Moment
 
 SCHEMA = Path(__file__).resolve().parents[2] / "schema"
 

@@ -194,7 +194,7 @@ def test_query_modes_assemble_context_as_of(two_tenants, mode) -> None:
 
 
 def test_query_budgets_and_answers(two_tenants, scripted_llm, settings) -> None:
-    from kgapp.graph.ingest.chunking import count_tokens
+    from kgapp.graph.chunking import count_tokens
 
     (_, client, base), _ = two_tenants
 

@@ -6,11 +6,10 @@ import asyncio
 import contextlib
 import math
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import cast
 
+from kgapp.graph.documents import parse_message_lines
 from kgapp.graph.embeddings import EmbeddingError
-from kgapp.graph.ingest.documents import parse_message_lines
 from kgapp.graph.ingest.model import (
     EntityDraft,
     EpisodeInput,
@@ -18,12 +17,13 @@ from kgapp.graph.ingest.model import (
     FactDraft,
     IngestContext,
 )
-from kgapp.graph.ingest.normalize import canonical_name, clean_text, display_name, visible_text
 from kgapp.graph.ingest.offline import DEFAULT_MODEL, ExtractorUnavailable, OfflineExtractor
 from kgapp.graph.ingest.screen import screen_text
 from kgapp.graph.llm.prompts import extract as prompt
 from kgapp.graph.llm.prompts.extract import ExtractedFact, Extraction
 from kgapp.graph.records import record_key
+from kgapp.graph.text import canonical_name, clean_text, display_name, visible_text
+from kgapp.graph.time import parse_when
 
 
 async def extract(ctx: IngestContext, work: EpisodeWork) -> None:
@@ -260,20 +260,3 @@ def note_left_out(ctx: IngestContext, work: EpisodeWork, left_out: LeftOut) -> N
             f"{prompt.MAX_FACTS} facts; left out {left_out.entities_over_cap} entities and "
             f"{left_out.facts_over_cap} facts past those caps"
         )
-
-
-def parse_when(value: str | None) -> datetime | None:
-    """An ISO-8601 date or datetime as an aware UTC datetime; None when absent or invalid."""
-    if not value:
-        return None
-    text = value.strip().replace("Z", "+00:00")
-    try:
-        moment = datetime.fromisoformat(text)
-    except ValueError:
-        return None
-    if moment.tzinfo is None:
-        return moment.replace(tzinfo=UTC)
-    try:
-        return moment.astimezone(UTC)
-    except OverflowError:  # an offset carries it past year 1 or 9999
-        return None

@@ -16,8 +16,8 @@ from surrealdb.data.types.record_id import RecordID
 
 from kgapp.graph.embeddings import Embedder
 from kgapp.graph.ingest.offline import OfflineExtractor
-from kgapp.graph.ingest.ontology import Ontology
 from kgapp.graph.llm.client import LLMClient
+from kgapp.graph.ontology import Ontology
 from kgapp.graph.store import TenantStore
 
 Source = Literal["message", "text", "json", "chunk"]

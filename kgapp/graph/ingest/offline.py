@@ -41,12 +41,10 @@ import re
 import threading
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime, timedelta
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kgapp.graph.ingest.normalize import relation_name
-from kgapp.graph.ingest.ontology import DEFAULT_ONTOLOGY
 from kgapp.graph.llm.prompts.extract import (
     MAX_ENTITIES,
     MAX_FACTS,
@@ -54,6 +52,9 @@ from kgapp.graph.llm.prompts.extract import (
     ExtractedFact,
     Extraction,
 )
+from kgapp.graph.ontology import DEFAULT_ONTOLOGY
+from kgapp.graph.text import relation_name
+from kgapp.graph.time import WEEKDAYS, resolve_date
 
 if TYPE_CHECKING:
     from spacy.language import Language
@@ -305,9 +306,8 @@ _GENERIC = _wordset(
     pleasure honor honour privilege relief break back corner touch track future past
     present age death skill skills talent talents hobby hobbies interest interests"""
 )
-_WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 _CALENDAR_WORDS = _wordset(
-    f"{' '.join(_WEEKDAYS)} mon tue tues wed thu thur thurs fri sat sun january february"
+    f"{' '.join(WEEKDAYS)} mon tue tues wed thu thur thurs fri sat sun january february"
     " march april june july august september october november december jan feb mar apr jun"
     " jul aug sep sept oct nov dec"
 )
@@ -1189,180 +1189,3 @@ def _third_person(word: str, tag: str) -> str:
     if lower.endswith("y") and lower[-2:-1] not in "aeiou":
         return lower[:-1] + "ies"
     return lower + "s"
-
-
-# --- dates -----------------------------------------------------------------------------
-
-_MONTHS = {
-    name: index
-    for index, names in enumerate(
-        [
-            ("january", "jan"),
-            ("february", "feb"),
-            ("march", "mar"),
-            ("april", "apr"),
-            ("may",),
-            ("june", "jun"),
-            ("july", "jul"),
-            ("august", "aug"),
-            ("september", "sep", "sept"),
-            ("october", "oct"),
-            ("november", "nov"),
-            ("december", "dec"),
-        ],
-        start=1,
-    )
-    for name in names
-}
-_MONTH = (
-    r"(January|February|March|April|May|June|July|August|September|October|November|"
-    r"December|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec)\.?"
-)
-_COUNTS = {
-    "a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
-    "seven": 7, "eight": 8, "nine": 9, "ten": 10, "few": 3, "a few": 3, "couple": 2,
-    "a couple": 2, "a couple of": 2, "couple of": 2,
-}  # fmt: skip
-_COUNT = r"(\d+|a couple of|a couple|couple of|a few|few|an?|one|two|three|four|five|six|seven|eight|nine|ten)"
-_UNIT_DAYS = {"day": 1, "week": 7, "month": 30, "year": 365}
-_WEEKDAY = r"(monday|tuesday|wednesday|thursday|friday|saturday|sunday)"
-
-
-@dataclass(frozen=True)
-class NamedDate:
-    """A date a text names: its first day (UTC midnight), how much of the calendar the
-    text names ("last month": a month), and whether it states its year."""
-
-    start: datetime
-    unit: str  # day | month | year
-    with_year: bool = False
-
-    @property
-    def end(self) -> datetime:
-        if self.unit == "day":
-            return self.start + timedelta(days=1)
-        if self.unit == "month":
-            month = self.start.month  # the next month's first day
-            return self.start.replace(year=self.start.year + month // 12, month=month % 12 + 1)
-        return self.start.replace(year=self.start.year + 1)
-
-
-def resolve_date(text: str, reference: datetime, *, future: bool = False) -> datetime | None:
-    """The first date `text` states, resolved against `reference`, as UTC midnight.
-
-    Absolute dates ("2024-03-10", "March 10, 2024", "10 March 2024", "March 2024", "in
-    2019"), then relative ones: yesterday, today, tomorrow, last/this/next week, month,
-    year and weekend, last/next/on <weekday>, "N days/weeks/months/years ago", "in N
-    days". A bare "on Saturday" is the last one before `reference`, or the next one
-    when `future` (the clause speaks of what will happen). A month or year resolves to
-    its first day (`resolve_named` says which it was).
-    """
-    named = resolve_named(text, reference, future=future)
-    return named.start if named else None
-
-
-def resolve_named(text: str, reference: datetime, *, future: bool = False) -> NamedDate | None:
-    """As `resolve_date`, with how much of the calendar the text names."""
-    ref = reference.astimezone(UTC)
-    lowered = " ".join(text.lower().split())
-    return _absolute(text, ref) or _relative(lowered, ref, future)
-
-
-def stated_period(text: str) -> tuple[datetime, datetime] | None:
-    """The period that the first absolute date of `text` names with its year, as
-    [start, end) in UTC: its day ("on 1 May, 2022", "2022-05-01"), its month ("in
-    November 2022") or its year ("in 2019"); None when it names none."""
-    named = _absolute(text, datetime.now(UTC))
-    return (named.start, named.end) if named and named.with_year else None
-
-
-def _absolute(text: str, ref: datetime) -> NamedDate | None:
-    if m := re.search(r"\b(\d{4})-(\d{2})-(\d{2})\b", text):
-        return _named(_day(int(m.group(1)), int(m.group(2)), int(m.group(3))), "day", True)
-    if m := re.search(rf"\b{_MONTH}\s+(\d{{1,2}})(?:st|nd|rd|th)?,?\s+(\d{{4}})\b", text):
-        return _named(
-            _day(int(m.group(3)), _MONTHS[m.group(1).lower()], int(m.group(2))), "day", True
-        )
-    if m := re.search(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH},?\s+(\d{{4}})\b", text):
-        return _named(
-            _day(int(m.group(3)), _MONTHS[m.group(2).lower()], int(m.group(1))), "day", True
-        )
-    if m := re.search(rf"\b{_MONTH},?\s+(\d{{4}})\b", text):
-        return _named(_day(int(m.group(2)), _MONTHS[m.group(1).lower()], 1), "month", True)
-    if m := re.search(rf"\b(?:in|last|this|since)\s+{_MONTH}\b", text, re.IGNORECASE):
-        month = _MONTHS[m.group(1).lower()]
-        year = ref.year if month <= ref.month else ref.year - 1
-        return _named(_day(year, month, 1), "month")
-    if m := re.search(r"\b(?:in|since|back in|from|during)\s+((?:19|20)\d{2})\b", text):
-        return _named(_day(int(m.group(1)), 1, 1), "year", True)
-    return None
-
-
-def _named(start: datetime | None, unit: str, with_year: bool = False) -> NamedDate | None:
-    return NamedDate(start, unit, with_year) if start is not None else None
-
-
-def _relative(lowered: str, ref: datetime, future: bool) -> NamedDate | None:
-    today = _midnight(ref)
-    if "day before yesterday" in lowered:
-        return NamedDate(today - timedelta(days=2), "day")
-    if re.search(r"\b(yesterday|last night)\b", lowered):
-        return NamedDate(today - timedelta(days=1), "day")
-    if re.search(r"\b(today|tonight|this (morning|afternoon|evening))\b", lowered):
-        return NamedDate(today, "day")
-    if "tomorrow" in lowered:
-        return NamedDate(today + timedelta(days=1), "day")
-    if m := re.search(rf"\b{_COUNT}\s+(day|week|month|year)s?\s+ago\b", lowered):
-        return NamedDate(today - timedelta(days=_count(m.group(1)) * _UNIT_DAYS[m.group(2)]), "day")
-    if m := re.search(rf"\b(?:in|within)\s+{_COUNT}\s+(day|week|month|year)s?\b", lowered):
-        return NamedDate(today + timedelta(days=_count(m.group(1)) * _UNIT_DAYS[m.group(2)]), "day")
-    return _named_period(lowered, today, future)
-
-
-def _named_period(lowered: str, today: datetime, future: bool) -> NamedDate | None:
-    if m := re.search(r"\b(last|this|next)\s+(week|month|year|weekend)\b", lowered):
-        unit = m.group(2) if m.group(2) in ("month", "year") else "day"
-        return _named(_period(m.group(1), m.group(2), today), unit)
-    if m := re.search(rf"\b(last|next|this past|this coming|this|on)\s+{_WEEKDAY}\b", lowered):
-        which = m.group(1)
-        ahead = which in ("next", "this coming") or (which in ("this", "on") and future)
-        return NamedDate(_weekday(_WEEKDAYS.index(m.group(2)), today, ahead), "day")
-    return None
-
-
-def _period(which: str, unit: str, today: datetime) -> datetime | None:
-    step = {"last": -1, "this": 0, "next": 1}[which]
-    if unit == "week":
-        return today + timedelta(days=7 * step)
-    if unit == "month":
-        month = today.month - 1 + step
-        return _day(today.year + month // 12, month % 12 + 1, 1)
-    if unit == "year":
-        return _day(today.year + step, 1, 1)
-    saturday = today - timedelta(days=(today.weekday() - 5) % 7)  # the latest, or today
-    if step < 0:
-        return saturday - timedelta(days=7) if today.weekday() >= 5 else saturday
-    if step == 0:
-        return saturday if today.weekday() >= 5 else saturday + timedelta(days=7)
-    return saturday + timedelta(days=7)
-
-
-def _weekday(day: int, today: datetime, ahead: bool) -> datetime:
-    if ahead:
-        return today + timedelta(days=(day - today.weekday() - 1) % 7 + 1)
-    return today - timedelta(days=(today.weekday() - day - 1) % 7 + 1)
-
-
-def _count(word: str) -> int:
-    return _COUNTS.get(word) or int(word)
-
-
-def _day(year: int, month: int, day: int) -> datetime | None:
-    try:
-        return datetime.combine(date(year, month, day), datetime.min.time(), tzinfo=UTC)
-    except ValueError:
-        return None
-
-
-def _midnight(moment: datetime) -> datetime:
-    return moment.replace(hour=0, minute=0, second=0, microsecond=0)

@@ -11,13 +11,13 @@ from typing import Any
 from surrealdb.data.types.record_id import RecordID
 
 from kgapp.graph import queries
-from kgapp.graph.ingest.chunking import split_sentences
+from kgapp.graph.chunking import split_sentences
 from kgapp.graph.ingest.model import EntityDraft, EpisodeWork, FactDraft, IngestContext
-from kgapp.graph.ingest.names import match_key
-from kgapp.graph.ingest.normalize import entity_key
 from kgapp.graph.ingest.prepare import saga_record
 from kgapp.graph.ingest.resolve_entities import new_record
 from kgapp.graph.ingest.resolve_facts import fact_record
+from kgapp.graph.names import match_key
+from kgapp.graph.text import entity_key
 
 SUMMARY_LIMIT = 1000
 # The audit actor of merges that resolution made without a person.

@@ -18,19 +18,19 @@ import numpy as np
 from surrealdb.data.types.record_id import RecordID
 
 from kgapp.graph import communities, queries
+from kgapp.graph.chunking import passage_units
 from kgapp.graph.embeddings import Embedder
 from kgapp.graph.errors import GraphUnavailable, QueryFailed, UniqueViolation
-from kgapp.graph.ingest.chunking import passage_units
 from kgapp.graph.ingest.decide import decide
 from kgapp.graph.ingest.extract import drafts_from, extract, extract_ahead
 from kgapp.graph.ingest.model import EpisodeInput, EpisodeWork, IngestContext
 from kgapp.graph.ingest.offline import OfflineExtractor
-from kgapp.graph.ingest.ontology import ontology_load
 from kgapp.graph.ingest.persist import persist
 from kgapp.graph.ingest.prepare import prepare
 from kgapp.graph.ingest.resolve_entities import resolve_entities
 from kgapp.graph.ingest.resolve_facts import existing_facts, llm_candidates, resolve_facts
 from kgapp.graph.llm.client import LLMClient, LLMError, LLMQuotaExceeded
+from kgapp.graph.ontology import ontology_load
 from kgapp.graph.records import record_key
 from kgapp.graph.store import TenantStore
 

@@ -1,6 +1,6 @@
 """Stage: map each extracted entity onto an existing entity or a new record.
 
-Embeddings propose, names decide (kgapp/graph/ingest/names.py):
+Embeddings propose, names decide (kgapp/graph/names.py):
 1. the same canonical name, or a name in the alias table (types compatible): the same
    entity, as decided before;
 2. the same match key (legal form, honorific, punctuation, diacritics aside) as exactly
@@ -22,22 +22,17 @@ from typing import Any
 
 from surrealdb.data.types.record_id import RecordID
 
-from kgapp.graph import queries
-from kgapp.graph.ingest import names
+from kgapp.graph import names, queries
 from kgapp.graph.ingest.model import AutoMerge, EntityDraft, EpisodeWork, IngestContext
-from kgapp.graph.ingest.normalize import entity_key
-from kgapp.graph.ingest.ontology import GENERIC_ENTITY_TYPE
 from kgapp.graph.ingest.vectors import entity_vectors
+from kgapp.graph.ontology import types_compatible
+from kgapp.graph.text import entity_key
 
 MERGE_AT = 0.85
 ASK_FROM = 0.70
 NEIGHBOURS = 10
 SPELLED_LIKE = 5
 MOST_CANDIDATES = 3
-
-
-def types_compatible(a: str, b: str) -> bool:
-    return a == b or GENERIC_ENTITY_TYPE in (a, b)
 
 
 def new_record(draft: EntityDraft) -> RecordID:

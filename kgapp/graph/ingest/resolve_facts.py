@@ -14,7 +14,6 @@ fact the graph already holds.
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any
 
 from surrealdb.data.types.record_id import RecordID
@@ -22,6 +21,7 @@ from surrealdb.data.types.record_id import RecordID
 from kgapp.graph import queries
 from kgapp.graph.ingest.model import EpisodeWork, FactDraft, IngestContext, new_key
 from kgapp.graph.llm.prompts.resolve import FactDecision
+from kgapp.graph.time import holds_at
 
 LLM_CANDIDATES_PER_FACT = 5
 
@@ -45,12 +45,6 @@ async def existing_facts(
     facts = [row for rows in results[: len(sources)] for row in rows or []]
     summaries = {str(r["id"]): r.get("summary") or "" for r in results[len(sources) :] if r}
     return facts, summaries
-
-
-def holds_at(fact: dict[str, Any], moment: datetime) -> bool:
-    return fact["valid_at"] <= moment and (
-        fact.get("invalid_at") is None or fact["invalid_at"] > moment
-    )
 
 
 def llm_candidates(

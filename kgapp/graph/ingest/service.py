@@ -13,20 +13,18 @@ from typing import Any
 from surrealdb.data.types.record_id import RecordID
 
 from kgapp.graph import jobs, queries
-from kgapp.graph.embeddings import Embedder
-from kgapp.graph.errors import GraphError, NotFound, UniqueViolation, WriteConflict
-from kgapp.graph.ingest.chunking import chunk_text, group_messages
-from kgapp.graph.ingest.documents import (
+from kgapp.graph.chunking import chunk_text, group_messages
+from kgapp.graph.documents import (
     DocumentError,
     Message,
     ParsedDocument,
     format_messages,
 )
-from kgapp.graph.ingest.extract import drafts_from, parse_when
+from kgapp.graph.embeddings import Embedder
+from kgapp.graph.errors import GraphError, NotFound, UniqueViolation, WriteConflict
+from kgapp.graph.ingest.extract import drafts_from
 from kgapp.graph.ingest.model import EpisodeInput, EpisodeWork
-from kgapp.graph.ingest.normalize import content_hash
 from kgapp.graph.ingest.offline import OfflineExtractor
-from kgapp.graph.ingest.pdf import PdfLimits, pdf_text
 from kgapp.graph.ingest.pipeline import (
     IngestReport,
     ingest_context,
@@ -36,8 +34,11 @@ from kgapp.graph.ingest.pipeline import (
 from kgapp.graph.ingest.prepare import episode_record, saga_record
 from kgapp.graph.llm.client import LLMClient
 from kgapp.graph.llm.prompts.extract import ExtractedEntity, ExtractedFact, Extraction
+from kgapp.graph.pdf import PdfLimits, pdf_text
 from kgapp.graph.records import record_key, to_json
 from kgapp.graph.store import TenantStore
+from kgapp.graph.text import content_hash
+from kgapp.graph.time import parse_when
 
 CHUNK_TOKENS = 800
 CHUNK_OVERLAP = 100

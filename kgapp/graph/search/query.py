@@ -28,18 +28,16 @@ from typing import Any, Literal
 import numpy as np
 
 from kgapp.graph import queries
+from kgapp.graph.analyzer import terms
+from kgapp.graph.chunking import count_tokens, passage_units, split_sentences
 from kgapp.graph.embeddings import Embedder
-from kgapp.graph.ingest.chunking import count_tokens, passage_units, split_sentences
-from kgapp.graph.ingest.offline import NamedDate, resolve_named, stated_period
+from kgapp.graph.index import Postings, unit_vectors
 from kgapp.graph.llm.client import LLMClient
 from kgapp.graph.llm.prompts import query as prompt
 from kgapp.graph.records import record_key
-from kgapp.graph.search.analyzer import terms
-from kgapp.graph.search.index import Postings, unit_vectors
 from kgapp.graph.search.service import (
     Hit,
     Indexes,
-    Moment,
     Scope,
     SearchRequest,
     fact_endpoints,
@@ -47,6 +45,7 @@ from kgapp.graph.search.service import (
     search,
 )
 from kgapp.graph.store import TenantStore
+from kgapp.graph.time import Moment, NamedDate, resolve_named, stated_period
 
 Mode = Literal["local", "global", "hybrid", "naive", "mix"]
 _WORD = re.compile(r"[A-Za-z][\w'-]+")

@@ -17,20 +17,21 @@ from surrealdb.data.types.record_id import RecordID
 from kgapp.graph import queries
 from kgapp.graph.embeddings import Embedder
 from kgapp.graph.errors import GraphError, NotFound
-from kgapp.graph.ingest.normalize import canonical_name
-from kgapp.graph.llm.client import LLMClient
-from kgapp.graph.llm.prompts import rank as rank_prompt
-from kgapp.graph.records import record_key
-from kgapp.graph.search import rerank
-from kgapp.graph.search.activation import ActivationConfig, Link, effective_confidence, spread
-from kgapp.graph.search.index import (
+from kgapp.graph.index import (
     EntityIndex,
     FactIndex,
     SearchIndex,
     entity_index,
     fact_index,
 )
+from kgapp.graph.llm.client import LLMClient
+from kgapp.graph.llm.prompts import rank as rank_prompt
+from kgapp.graph.records import record_key
+from kgapp.graph.search import rerank
+from kgapp.graph.search.activation import ActivationConfig, Link, effective_confidence, spread
 from kgapp.graph.store import TenantStore
+from kgapp.graph.text import canonical_name
+from kgapp.graph.time import Moment
 
 Scope = Literal["facts", "entities", "episodes", "communities"]
 Method = Literal["bm25", "cosine", "bfs", "activation"]
@@ -39,22 +40,6 @@ HISTORY_HOPS = 64
 STUB = "_stub"  # marks a search candidate not yet read from the database
 ACTIVATION = ActivationConfig()
 SEED_STRUCTURE = 0.3
-
-
-@dataclass(frozen=True)
-class Moment:
-    """A point in valid time (`as_of`) and system time (`known_at`)."""
-
-    as_of: datetime
-    known_at: datetime
-
-    @classmethod
-    def of(cls, as_of: datetime | None = None, known_at: datetime | None = None) -> Moment:
-        now = datetime.now(UTC)
-        return cls(as_of=as_of or now, known_at=known_at or now)
-
-    def params(self) -> dict[str, Any]:
-        return {"as_of": self.as_of, "known_at": self.known_at}
 
 
 @dataclass(frozen=True)
@@ -226,7 +211,7 @@ async def _facts(
 
     async def current(keys: list[str]) -> dict[str, dict[str, Any]]:
         rows = await _current_facts(store, index, keys)
-        return {k: row for k, row in rows.items() if _visible(row, request.moment)}
+        return {k: row for k, row in rows.items() if request.moment.shows(row)}
 
     return await _rank(store, request, found, vector, kind="facts", index=index, hydrate=current)
 
@@ -550,7 +535,7 @@ async def graph_elements(
         nodes = {record_key(r["id"]): r for r in rows}
         facts = await _all_facts(store, [r["id"] for r in rows], limit * 4)
         if moment is not None:
-            facts = [f for f in facts if _visible(f, moment)]
+            facts = [f for f in facts if moment.shows(f)]
     ends = {record_key(e) for f in facts for e in (f["source"], f["target"])}
     batch = queries.Batch()
     missing = [key for key in ends if key not in nodes]
@@ -613,15 +598,6 @@ async def _all_facts(store: TenantStore, entities: list[Any], limit: int) -> lis
     out, into = await store.query(queries.GRAPH_FACTS, {"entities": unique, "limit": limit})
     facts = {record_key(f["id"]): f for f in (out or []) + (into or [])}
     return list(facts.values())[:limit]
-
-
-def _visible(fact: dict[str, Any], moment: Moment) -> bool:
-    return (
-        fact["valid_at"] <= moment.as_of
-        and (fact.get("invalid_at") is None or fact["invalid_at"] > moment.as_of)
-        and fact["created_at"] <= moment.known_at
-        and (fact.get("expired_at") is None or fact["expired_at"] > moment.known_at)
-    )
 
 
 async def facts_near(
@@ -692,7 +668,7 @@ async def facts_touching(
         [record_key(e) for e in entities], mask, limit, budget=budget, per_fact=per_fact
     )
     rows = await _current_facts(store, index, keys)
-    return [rows[k] for k in keys if k in rows and _visible(rows[k], moment)]
+    return [rows[k] for k in keys if k in rows and moment.shows(rows[k])]
 
 
 async def entity_facts(

@@ -12,11 +12,13 @@ from ninja.errors import HttpError
 from ninja.files import UploadedFile
 from pydantic import Field
 
-from kgapp.graph.ingest import ontology, service
-from kgapp.graph.ingest.documents import DocumentError, parse_document, parse_message_lines
+from kgapp import tasks
+from kgapp.graph import ontology
+from kgapp.graph.documents import DocumentError, parse_document, parse_message_lines
+from kgapp.graph.ingest import service
 from kgapp.graph.ingest.model import EpisodeInput
 from kgapp.graph.records import parse_record_id, to_json
-from kgapp.web import enqueue, ratelimits
+from kgapp.web import ratelimits
 from kgapp.web.routers.tenant import DENIED, LIMITED
 from kgapp.web.schemas import (
     DocumentQueuedOut,
@@ -70,7 +72,7 @@ def episode_add(request: HttpRequest, tenant: str, payload: EpisodeIn) -> Status
     episode_id, job = graph.run(
         service.episode_submit, episode, created_by=request.user.get_username()
     )
-    enqueue.ingest(access.tenant, job)
+    tasks.queue_ingest(access.tenant, job)
     return Status(202, {"episode_id": episode_id, "job_id": job["id"]})
 
 
@@ -151,7 +153,7 @@ def document_upload(
             uploaded_by=request.user.get_username(),
         )
         if job is not None:
-            enqueue.ingest(access.tenant, job)
+            tasks.queue_ingest(access.tenant, job)
         answers.append(
             {
                 "document_id": row["id"],
@@ -283,5 +285,5 @@ def job_retry(request: HttpRequest, tenant: str, job_id: str) -> Status[dict[str
             "only failed or paused ingest jobs can be retried, or running ones whose worker"
             f" stopped (no heartbeat for {stale_after:g} s)",
         )
-    enqueue.ingest(access.tenant, to_json(job))
+    tasks.queue_ingest(access.tenant, to_json(job))
     return Status(202, {"job_id": job_id, "status": "queued"})

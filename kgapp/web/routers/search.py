@@ -9,16 +9,18 @@ from ninja import Query, Router, Schema, Status
 from ninja.errors import HttpError
 from pydantic import Field, model_validator
 
+from kgapp import tasks
 from kgapp.graph import communities, layout
-from kgapp.graph.ingest.normalize import relation_name
 from kgapp.graph.records import parse_record_id, to_json
 from kgapp.graph.search import service
 from kgapp.graph.search.query import AnswerUnavailable, QueryRequest, QueryResult
 from kgapp.graph.search.query import query as run_query
 from kgapp.graph.search.recipes import RECIPES
-from kgapp.graph.search.service import Moment, SearchRequest
+from kgapp.graph.search.service import SearchRequest
 from kgapp.graph.store import TenantStore
-from kgapp.web import enqueue, ratelimits
+from kgapp.graph.text import relation_name
+from kgapp.graph.time import Moment
+from kgapp.web import ratelimits
 from kgapp.web.routers.tenant import DENIED, LIMITED
 from kgapp.web.schemas import ErrorOut, Instant
 from tenants.access import tenant_access
@@ -334,7 +336,7 @@ def community_list(request: HttpRequest, tenant: str, params: Query[CommunitiesI
 def community_rebuild(request: HttpRequest, tenant: str, payload: RebuildIn) -> Any:
     """Queue community detection (editor); the job reports counts and timings."""
     access = tenant_access(request.user, tenant, Role.EDITOR)
-    job = enqueue.rebuild_communities(
+    job = tasks.queue_rebuild_communities(
         access.tenant, created_by=request.user.get_username(), as_of=payload.as_of
     )
     return Status(202, {"job_id": job["id"], "status": job["status"]})

@@ -10,9 +10,9 @@ from ninja import Query, Router, Schema, Status
 from ninja.errors import HttpError
 from pydantic import Field
 
+from kgapp import tasks
 from kgapp.graph import jobs, stats
 from kgapp.graph.records import parse_record_id, to_json
-from kgapp.web import enqueue
 from kgapp.web.schemas import (
     ErrorOut,
     JobOut,
@@ -117,7 +117,7 @@ def _member(row: Membership | Invitation) -> dict[str, Any]:
 def job_health_check(request: HttpRequest, tenant: str) -> Status[dict[str, str]]:
     """Queue a job that proves a worker can write to this tenant's graph (editor)."""
     access = tenant_access(request.user, tenant, Role.EDITOR)
-    job = enqueue.health_check(access.tenant, created_by=request.user.get_username())
+    job = tasks.queue_health_check(access.tenant, created_by=request.user.get_username())
     return Status(202, {"job_id": job["id"], "status": job["status"]})
 
 

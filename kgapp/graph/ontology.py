@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kgapp.graph import queries
-from kgapp.graph.ingest.normalize import relation_name
 from kgapp.graph.store import TenantStore
+from kgapp.graph.text import relation_name
 
 GENERIC_ENTITY_TYPE = "Entity"
 GENERIC_RELATION = "RELATED_TO"
@@ -199,3 +199,8 @@ def ontology_rows(ontology: Ontology) -> list[dict[str, Any]]:
 async def ontology_save(store: TenantStore, ontology: Ontology) -> None:
     """Replace the tenant's ontology as a whole, atomically."""
     await store.transaction(queries.ONTOLOGY_REPLACE, {"rows": ontology_rows(ontology)})
+
+
+def types_compatible(a: str, b: str) -> bool:
+    """Whether entities of types `a` and `b` may be one thing (the generic type fits any)."""
+    return a == b or GENERIC_ENTITY_TYPE in (a, b)

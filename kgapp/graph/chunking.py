@@ -15,7 +15,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from kgapp.graph.ingest.documents import Message, markdown_headings
+from kgapp.graph.documents import Message, markdown_headings
 
 MIN_MAX_TOKENS = 50
 

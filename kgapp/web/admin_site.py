@@ -1,5 +1,5 @@
 """The admin site: staff see everything; a tenant's curators and owners get in too, and
-see only the graph curation pages of their own tenants (kgapp/web/admin_graph.py)."""
+see only the graph curation pages of their own tenants (admin_graph.py, beside this module)."""
 
 from __future__ import annotations
 
@@ -44,4 +44,4 @@ class KgAdminSite(admin.AdminSite):
 
 
 class KgAdminConfig(AdminConfig):
-    default_site = "tenants.admin_site.KgAdminSite"
+    default_site = "kgapp.web.admin_site.KgAdminSite"

@@ -7,7 +7,7 @@ under a wall-clock timeout, a CPU-time and an address-space limit, with pypdf's
 decompression capped per stream, and stops at a page count and a text length. Going
 past any limit is a DocumentError (422) saying which, and the child is gone.
 
-Run as `python -m kgapp.graph.ingest.pdf LIMITS_JSON` with the PDF on stdin, the child
+Run as `python -m kgapp.graph.pdf LIMITS_JSON` with the PDF on stdin, the child
 writes one JSON object to stdout: {"text": ...} or {"error": ...}.
 """
 
@@ -25,9 +25,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from kgapp.graph.ingest.documents import DocumentError
+from kgapp.graph.documents import DocumentError
 
-MODULE = "kgapp.graph.ingest.pdf"
+MODULE = "kgapp.graph.pdf"
 # Control characters that some PDF fonts map glyphs to; they are not text.
 _PDF_JUNK = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 # The directory that holds the `kgapp` package, for the child's imports.

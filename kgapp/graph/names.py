@@ -32,7 +32,7 @@ from cleanco import basename
 from nameparser import HumanName
 from rapidfuzz.distance import DamerauLevenshtein
 
-from kgapp.graph.ingest.normalize import clean_text
+from kgapp.graph.text import clean_text
 
 Verdict = Literal["same", "similar", "blocked", "different"]
 

@@ -30,8 +30,8 @@ from typing import Any, ClassVar
 import numpy as np
 
 from kgapp.graph import live, queries
+from kgapp.graph.analyzer import terms
 from kgapp.graph.records import record_key
-from kgapp.graph.search.analyzer import terms
 from kgapp.graph.store import TenantStore
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
