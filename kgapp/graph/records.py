@@ -11,14 +11,16 @@ import datetime as dt
 import decimal
 import re
 import uuid
-from typing import Any
+from typing import Any, TypeVar
 
 from surrealdb.data.types.datetime import Datetime
 from surrealdb.data.types.duration import Duration
 from surrealdb.data.types.record_id import RecordID
 
 from kgapp.graph import queries
-from kgapp.graph.errors import InvalidRecordId
+from kgapp.graph.errors import InvalidRecordId, NotFound
+
+T = TypeVar("T")
 
 _KEY = re.compile(r"^[A-Za-z0-9_]{1,64}$")
 
@@ -67,3 +69,10 @@ def to_json(value: Any) -> Any:
     if isinstance(value, Duration):
         return value.to_string()
     return value
+
+
+def found(row: T | None, what: str, record: RecordID | str) -> T:
+    """`row`, or NotFound("no {what} {record}") when the read found nothing."""
+    if row is None or row == []:
+        raise NotFound(f"no {what} {record_key(record)}")
+    return row
