@@ -480,7 +480,7 @@ _FACT_FIELDS = """id, in AS source, out AS target, in.name AS source_name, out.n
     expired_at, supersedes, superseded_by, revision_of,
     (type::record('retrieval', record::id(id)).count ?? 0.0) AS retrieval_count"""
 
-# --- in-process search indexes (kgapp/graph/index.py) ---
+# --- in-process search indexes (kgapp/graph/index/) ---
 # The namespace's epoch (its first migration record, new when a namespace is made
 # again) and the server's clock.
 SEARCH_INDEX_EPOCH = "RETURN (SELECT VALUE id FROM schema_migration WHERE version = 1)[0];"

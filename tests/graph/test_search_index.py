@@ -13,9 +13,9 @@ import pytest
 from surrealdb.data.types.record_id import RecordID
 
 from kgapp.graph import queries, schema
-from kgapp.graph.analyzer import terms
 from kgapp.graph.embeddings import local_embedder
 from kgapp.graph.index import K1, B, Postings, fact_index, micros
+from kgapp.graph.index.analyzer import terms
 from kgapp.graph.namespaces import namespace_define, namespace_remove
 from kgapp.graph.search.service import SearchRequest, search
 from kgapp.graph.store import Pool, TenantStore

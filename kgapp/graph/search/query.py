@@ -28,10 +28,10 @@ from typing import Any, Literal
 import numpy as np
 
 from kgapp.graph import queries
-from kgapp.graph.analyzer import terms
 from kgapp.graph.chunking import count_tokens, passage_units, split_sentences
 from kgapp.graph.embeddings import Embedder
 from kgapp.graph.index import Postings, unit_vectors
+from kgapp.graph.index.analyzer import terms
 from kgapp.graph.llm.client import LLMClient
 from kgapp.graph.llm.prompts import query as prompt
 from kgapp.graph.records import record_key
