@@ -5,8 +5,11 @@
 // highlighted; after a dropped socket the server replays what was missed. Text from
 // the graph is only ever set as text (textContent, canvas labels), never as HTML.
 
+import { apiClient, statusMessage } from './api.js';
+import { connectSocket } from './socket.js';
+
 const root = document.getElementById('explorer');
-const API = root.dataset.api;
+const api = apiClient(root.dataset.api, statusMessage); // errors read "404: Not found"
 const SOCKET = root.dataset.socket;
 const $ = (id) => document.getElementById(id);
 
@@ -50,20 +53,6 @@ function text(tag, content, className) {
   if (content !== undefined) element.textContent = content;
   if (className) element.className = className;
   return element;
-}
-
-async function api(path, options = {}) {
-  const response = await fetch(`${API}${path}`, {
-    credentials: 'same-origin',
-    headers: { Accept: 'application/json', ...(options.headers || {}) },
-    ...options,
-  });
-  const body = await response.json().catch(() => ({}));
-  if (!response.ok) {
-    const detail = typeof body.detail === 'string' ? body.detail : JSON.stringify(body.detail ?? body);
-    throw new Error(`${response.status}: ${detail}`);
-  }
-  return body;
 }
 
 function status(message) { $('status').textContent = message; }
@@ -492,7 +481,7 @@ async function placeOnServer(target, fit) {
   try {
     const asked = api('/layout', {
       method: 'POST',
-      headers: { 'Content-Type': 'application/json', 'X-CSRFToken': csrf() },
+      headers: { 'Content-Type': 'application/json' },
       body: JSON.stringify({ count: nodes.length, edges, aspect: Math.min(10, Math.max(0.1, cy.width() / Math.max(1, cy.height()))) }),
     });
     // While the server lays out, style the edges (done lazily, it would hold up the
@@ -524,10 +513,6 @@ function fitPoints(points, padding) {
     (cy.width() - 2 * margin) / Math.max(1, x2 - x1),
     (cy.height() - 2 * margin) / Math.max(1, y2 - y1))));
   cy.viewport({ zoom, pan: { x: (cy.width() - zoom * (x1 + x2)) / 2, y: (cy.height() - zoom * (y1 + y2)) / 2 } });
-}
-
-function csrf() {
-  return document.querySelector('input[name=csrfmiddlewaretoken]')?.value ?? '';
 }
 
 function counts() {
@@ -779,35 +764,23 @@ function noteVersionstamp(vs) {
   if (state.lastVs === null || BigInt(vs) > BigInt(state.lastVs)) state.lastVs = vs;
 }
 
-function connect(attempt = 0) {
-  const scheme = window.location.protocol === 'https:' ? 'wss' : 'ws';
-  const since = state.lastVs ? `?since=${encodeURIComponent(state.lastVs)}` : '';
-  let socket;
-  try {
-    socket = new WebSocket(`${scheme}://${window.location.host}${SOCKET}${since}`);
-  } catch (error) { // offline, or refused before a socket exists: try again later
-    status('Disconnected; reconnecting…');
-    setTimeout(() => connect(attempt + 1), Math.min(10000, 500 * 2 ** attempt));
-    return;
-  }
-  window.kgExplorer.socket = socket;
-  socket.addEventListener('open', () => { attempt = 0; });
-  socket.addEventListener('message', (event) => {
-    const message = JSON.parse(event.data);
-    if (message.type === 'change') noteVersionstamp(message.versionstamp);
-    // Before any change: where this socket's changes start (a later ready, after a
-    // reconnect, would skip what the replay has yet to send).
-    if (message.type === 'live.ready' && state.lastVs === null) noteVersionstamp(message.versionstamp);
-    if (message.type === 'live.ready') status(since ? 'Catching up…' : 'Live');
-    else if (message.type === 'live.unavailable') status('The graph store is unavailable; retrying…');
-    else if (message.type === 'replay.done') status('Live');
-    else if (message.type === 'replay.reload') { status('Reloading…'); loadGraph().then(() => status('Live')); }
-    else if (message.type === 'change') { applyChange(message); scheduleApply(); }
-  });
-  socket.addEventListener('close', (event) => {
-    if (event.code === 4403) { status('You no longer have access to this tenant.'); return; }
-    status('Disconnected; reconnecting…');
-    setTimeout(() => connect(attempt + 1), Math.min(10000, 500 * 2 ** attempt));
+function connect() {
+  connectSocket(SOCKET, {
+    since: () => state.lastVs,
+    onSocket: (socket) => { window.kgExplorer.socket = socket; },
+    onMessage(message, { resumed }) {
+      if (message.type === 'change') noteVersionstamp(message.versionstamp);
+      // Before any change: where this socket's changes start (a later ready, after a
+      // reconnect, would skip what the replay has yet to send).
+      if (message.type === 'live.ready' && state.lastVs === null) noteVersionstamp(message.versionstamp);
+      if (message.type === 'live.ready') status(resumed ? 'Catching up…' : 'Live');
+      else if (message.type === 'live.unavailable') status('The graph store is unavailable; retrying…');
+      else if (message.type === 'replay.done') status('Live');
+      else if (message.type === 'replay.reload') { status('Reloading…'); loadGraph().then(() => status('Live')); }
+      else if (message.type === 'change') { applyChange(message); scheduleApply(); }
+    },
+    onForbidden: () => status('You no longer have access to this tenant.'),
+    onDisconnect: () => status('Disconnected; reconnecting…'),
   });
 }
 

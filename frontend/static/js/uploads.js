@@ -1,30 +1,14 @@
 // The uploads page: drop files or paste text, then follow every job's progress live.
 // Errors from the API are shown as the person-readable `detail` they carry.
 
+import { apiClient } from './api.js';
+import { connectSocket } from './socket.js';
+
 const root = document.getElementById('uploads');
-const API = root.dataset.api;
+const call = apiClient(root.dataset.api); // errors read as the API's `detail`
 const $ = (id) => document.getElementById(id);
 const rows = new Map(); // job id -> <tr>
 const names = new Map(); // job id -> what it ingests
-
-function csrf() {
-  return document.querySelector('input[name=csrfmiddlewaretoken]')?.value ?? '';
-}
-
-async function call(path, options = {}) {
-  const response = await fetch(`${API}${path}`, {
-    credentials: 'same-origin',
-    ...options,
-    headers: { Accept: 'application/json', 'X-CSRFToken': csrf(), ...(options.headers || {}) },
-  });
-  const body = await response.json().catch(() => ({}));
-  if (!response.ok) {
-    const detail = typeof body.detail === 'string' ? body.detail
-      : (body.detail ?? []).map((d) => d.msg ?? JSON.stringify(d)).join('; ');
-    throw new Error(detail || `HTTP ${response.status}`);
-  }
-  return body;
-}
 
 function cell(content) {
   const td = document.createElement('td');
@@ -136,20 +120,14 @@ function setupDrop() {
   $('send-pasted').addEventListener('click', sendPasted);
 }
 
-function connect(attempt = 0) {
-  const scheme = window.location.protocol === 'https:' ? 'wss' : 'ws';
-  const socket = new WebSocket(`${scheme}://${window.location.host}${root.dataset.socket}`);
-  socket.addEventListener('message', (event) => {
-    const message = JSON.parse(event.data);
-    if (message.type === 'live.ready') loadJobs();
-    if (message.type === 'change' && message.table === 'job' && message.action !== 'DELETE') {
-      render({ ...message.data, id: message.record });
-    }
-  });
-  socket.addEventListener('open', () => { attempt = 0; });
-  socket.addEventListener('close', (event) => {
-    if (event.code === 4403) return;
-    setTimeout(() => connect(attempt + 1), Math.min(10000, 500 * 2 ** attempt));
+function follow() {
+  connectSocket(root.dataset.socket, {
+    onMessage(message) {
+      if (message.type === 'live.ready') loadJobs();
+      if (message.type === 'change' && message.table === 'job' && message.action !== 'DELETE') {
+        render({ ...message.data, id: message.record });
+      }
+    },
   });
 }
 
@@ -163,4 +141,4 @@ async function loadJobs() {
 }
 
 setupDrop();
-connect();
+follow();
