@@ -7,6 +7,7 @@
 
 import { apiClient, statusMessage } from './api.js';
 import { connectSocket } from './socket.js';
+import { NEVER, ms, visible } from './time.js';
 
 const root = document.getElementById('explorer');
 const api = apiClient(root.dataset.api, statusMessage); // errors read "404: Not found"
@@ -15,7 +16,6 @@ const $ = (id) => document.getElementById(id);
 
 const PALETTE = ['#1f77b4', '#d62728', '#2ca02c', '#9467bd', '#e67e22', '#17becf',
   '#8c564b', '#e377c2', '#7f7f7f', '#bcbd22'];
-const NEVER = Number.POSITIVE_INFINITY;
 const FRESH_MS = 3000;
 const STEPS = 1000;
 
@@ -41,12 +41,6 @@ const state = {
 };
 
 // --- helpers -----------------------------------------------------------------------
-
-function time(value) {
-  if (value === null || value === undefined) return NEVER;
-  const ms = Date.parse(value);
-  return Number.isNaN(ms) ? NEVER : ms;
-}
 
 function text(tag, content, className) {
   const element = document.createElement(tag);
@@ -89,8 +83,8 @@ function drawLegend() {
   }));
 }
 
-function fmt(ms) {
-  return ms === NEVER ? 'now' : new Date(ms).toISOString().slice(0, 10);
+function fmt(moment) {
+  return moment === NEVER ? 'now' : new Date(moment).toISOString().slice(0, 10);
 }
 
 // --- the graph ---------------------------------------------------------------------
@@ -158,7 +152,7 @@ function nodeData(row) {
   const entry = known ?? { ele: null, created: 0 };
   const type = row.type ?? row.entity_type ?? 'Entity';
   // Unknown creation time (a placeholder for a fact's end): treat as always known.
-  if (row.created_at !== undefined) entry.created = row.created_at ? time(row.created_at) : 0;
+  if (row.created_at !== undefined) entry.created = row.created_at ? ms(row.created_at) : 0;
   entry.community = community;
   state.nodes.set(id, entry);
   return {
@@ -184,8 +178,8 @@ function edgeData(row) {
   const fact = state.facts.get(row.id) ?? { ele: null };
   Object.assign(fact, {
     source: row.source, target: row.target, relation: row.relation,
-    valid: time(row.valid_at), invalid: time(row.invalid_at),
-    created: time(row.created_at), expired: time(row.expired_at),
+    valid: ms(row.valid_at), invalid: ms(row.invalid_at),
+    created: ms(row.created_at), expired: ms(row.expired_at),
   });
   state.facts.set(row.id, fact);
   if (fact.valid !== NEVER && fact.valid < state.span.start) state.span.start = fact.valid;
@@ -344,10 +338,13 @@ function sliderTime(value, span = state.span) {
   return start + (end - start) * (Number(value) / STEPS);
 }
 
+// A fact's four times under the names visible() reads (NEVER for an open end).
+function bitemporal(fact) {
+  return { valid_at: fact.valid, invalid_at: fact.invalid, created_at: fact.created, expired_at: fact.expired };
+}
+
 function factState(fact, asOf, knownAt, history) {
-  const valid = fact.valid <= asOf && asOf < fact.invalid;
-  const known = fact.created <= knownAt && knownAt < fact.expired;
-  if (valid && known) return 'on';
+  if (visible(bitemporal(fact), asOf, knownAt)) return 'on';
   if (fact.created > knownAt) return 'off'; // not known yet: never drawn
   return history ? 'past' : 'off';
 }
@@ -650,7 +647,7 @@ async function showEntity(id) {
       const list = text('ul', '', 'passages');
       for (const passage of passages) {
         const item = text('li');
-        item.append(text('span', `${fmt(time(passage.valid_at))} · ${passage.source ?? ''}`, 'muted'),
+        item.append(text('span', `${fmt(ms(passage.valid_at))} · ${passage.source ?? ''}`, 'muted'),
           text('blockquote', passage.content));
         list.append(item);
       }
@@ -679,7 +676,7 @@ async function showFact(id) {
     panel.append(text('h3', 'History'));
     const list = text('ol', '', 'chain');
     for (const step of chain) {
-      const item = text('li', `${step.fact} (${fmt(time(step.valid_at))} → ${fmt(time(step.invalid_at))})`);
+      const item = text('li', `${step.fact} (${fmt(ms(step.valid_at))} → ${fmt(ms(step.invalid_at))})`);
       if (step.id === id) item.classList.add('current');
       list.append(item);
     }

@@ -1,0 +1,23 @@
+// Bi-temporal time in the browser: the one definition of which facts are visible, and
+// the parsing of the API's timestamps. No DOM here, so that Node can import it too:
+//   node --input-type=module -e "import {visible} from './frontend/static/js/time.js'"
+
+// The far end of time: an open interval ends here.
+export const NEVER = Number.POSITIVE_INFINITY;
+
+// Milliseconds since the epoch of an ISO timestamp; NEVER for none (or an unreadable one).
+export function ms(value) {
+  if (value === null || value === undefined) return NEVER;
+  const parsed = Date.parse(value);
+  return Number.isNaN(parsed) ? NEVER : parsed;
+}
+
+// Whether a fact holds at valid time `validAt` as known at system time `knownAt`
+// (DESIGN.md's visibility rule, as in kgapp.graph.queries._VISIBLE):
+//   valid_at <= validAt < invalid_at   and   created_at <= knownAt < expired_at
+// Times are milliseconds since the epoch; a null or undefined invalid_at / expired_at is
+// an open end (never).
+export function visible(fact, validAt, knownAt) {
+  return fact.valid_at <= validAt && validAt < (fact.invalid_at ?? NEVER)
+    && fact.created_at <= knownAt && knownAt < (fact.expired_at ?? NEVER);
+}
