@@ -471,9 +471,12 @@ WHERE string::starts_with(kind, 'ingest') AND (status IN ['failed', 'paused'] OR
 
 # --- retrieval -------------------------------------------------------------------------
 
-# Bi-temporal visibility (DESIGN.md): valid at $as_of, as known at $known_at.
+# Bi-temporal visibility (DESIGN.md): true in the world at $as_of, as known at $known_at.
+# The one SurrealQL copy of kgapp/graph/time.py's visible() (tests/graph/test_time.py).
 _VISIBLE = """valid_at <= $as_of AND (invalid_at = NONE OR invalid_at > $as_of)
     AND created_at <= $known_at AND (expired_at = NONE OR expired_at > $known_at)"""
+# Which of the given fact rows are visible at ($as_of, $known_at), in order.
+VISIBLE_ROWS = f"SELECT VALUE ({_VISIBLE}) FROM $facts;"
 
 _FACT_FIELDS = """id, in AS source, out AS target, in.name AS source_name, out.name AS target_name,
     relation, edge_type, fact, episodes, confidence, valid_at, invalid_at, created_at,
@@ -634,7 +637,7 @@ ENTITIES_BULK_INSERT = "INSERT INTO entity $rows RETURN NONE;"
 FACTS_BULK_INSERT = "INSERT RELATION INTO relates_to $rows RETURN NONE;"
 
 
-# --- curation (kgapp/graph/curation.py) ------------------------------------------------
+# --- curation (kgapp/graph/curation/) --------------------------------------------------
 # Relation records cannot change their ends (3.0.2 ignores `SET in = ...`) and a record
 # deleted in a transaction cannot be created again with the same id in it ("already
 # exists"): a merge re-creates an entity's facts under new ids; an undo restores the
