@@ -28,7 +28,7 @@ import leidenalg
 import numpy as np
 from surrealdb.data.types.record_id import RecordID
 
-from kgapp.graph import queries
+from kgapp.graph import queries, records
 from kgapp.graph.index import FactIndex, entity_index, fact_index
 from kgapp.graph.llm.client import LLMClient
 from kgapp.graph.llm.prompts import community as prompt
@@ -156,13 +156,7 @@ async def rebuild(
     """Detect the communities of the current graph (or of the graph as it was at
     `as_of`) and replace the stored set of that moment with them."""
     report = Report()
-    started = time.perf_counter()
-    now = datetime.now(UTC)
-    projection = await project(store, as_of or now, now)
-    report.seconds["projection"] = time.perf_counter() - started
-    started = time.perf_counter()
-    found, report.modularity = detect(projection, config)
-    report.seconds["detection"] = time.perf_counter() - started
+    found = await _detect(store, config, as_of, report)
     started = time.perf_counter()
     for community in found:
         community.fingerprint = fingerprint(community, as_of)
@@ -175,47 +169,83 @@ async def rebuild(
     described = await _describe_all(store, llm, fresh, report)
     report.seconds["summaries"] = time.perf_counter() - started
     started = time.perf_counter()
-    batch = queries.Batch()
-    wanted = {_community_id(c) for c in found}
-    for key in existing:
-        if key not in wanted:
-            batch.add(queries.COMMUNITY_REMOVE, id=RecordID("community", key.split(":", 1)[1]))
-    for community in fresh:
-        name, summary = described[community.fingerprint]
-        record = RecordID("community", _community_id(community).split(":", 1)[1])
-        batch.add(
-            queries.COMMUNITY_CREATE,
-            id=record,
-            row={
-                "name": name,
-                "summary": summary,
-                "member_count": len(community.members),
-                "fingerprint": community.fingerprint,
-                "level": community.level,
-                "resolution": config.resolutions[community.level],
-                "as_of": as_of,
-                "fact_count": len(community.facts),
-            },
-        )
-        batch.add(
-            queries.MEMBERSHIPS_INSERT,
-            rows=[
-                {
-                    "id": RecordID(
-                        "has_member", f"{community.fingerprint[:16]}_{m.split(':', 1)[1]}"
-                    ),
-                    "in": record,
-                    "out": RecordID("entity", m.split(":", 1)[1]),
-                }
-                for m in community.members
-            ],
-        )
+    batch = _replacement(existing, found, fresh, described, config, as_of)
     if len(batch):
         await store.transaction(batch.sql, batch.params)
     report.seconds["write"] = time.perf_counter() - started
     report.communities = len(found)
     report.described = len(fresh)
     return report
+
+
+async def _detect(
+    store: TenantStore, config: Detection, as_of: datetime | None, report: Report
+) -> list[Found]:
+    """The projection of the graph at `as_of` (now when None), and Leiden over it."""
+    started = time.perf_counter()
+    now = datetime.now(UTC)
+    projection = await project(store, as_of or now, now)
+    report.seconds["projection"] = time.perf_counter() - started
+    started = time.perf_counter()
+    found, report.modularity = detect(projection, config)
+    report.seconds["detection"] = time.perf_counter() - started
+    return found
+
+
+def _replacement(
+    existing: dict[str, Any],
+    found: list[Found],
+    fresh: list[Found],
+    described: dict[str, tuple[str, str]],
+    config: Detection,
+    as_of: datetime | None,
+) -> queries.Batch:
+    """The statements that replace the stored set of the moment with `found`: the
+    communities no longer found removed, the fresh ones created with their members."""
+    batch = queries.Batch()
+    wanted = {_community_id(c) for c in found}
+    for key in existing:
+        if key not in wanted:
+            batch.add(queries.COMMUNITY_REMOVE, id=RecordID("community", key.split(":", 1)[1]))
+    for community in fresh:
+        _add_community(batch, community, described[community.fingerprint], config, as_of)
+    return batch
+
+
+def _add_community(
+    batch: queries.Batch,
+    community: Found,
+    described: tuple[str, str],
+    config: Detection,
+    as_of: datetime | None,
+) -> None:
+    name, summary = described
+    record = RecordID("community", _community_id(community).split(":", 1)[1])
+    batch.add(
+        queries.COMMUNITY_CREATE,
+        id=record,
+        row={
+            "name": name,
+            "summary": summary,
+            "member_count": len(community.members),
+            "fingerprint": community.fingerprint,
+            "level": community.level,
+            "resolution": config.resolutions[community.level],
+            "as_of": as_of,
+            "fact_count": len(community.facts),
+        },
+    )
+    batch.add(
+        queries.MEMBERSHIPS_INSERT,
+        rows=[
+            {
+                "id": RecordID("has_member", f"{community.fingerprint[:16]}_{m.split(':', 1)[1]}"),
+                "in": record,
+                "out": RecordID("entity", m.split(":", 1)[1]),
+            }
+            for m in community.members
+        ],
+    )
 
 
 def _community_id(found: Found) -> str:
@@ -314,12 +344,10 @@ async def communities_list(
 
 
 async def community_get(store: TenantStore, community: RecordID) -> dict[str, Any]:
-    from kgapp.graph.errors import NotFound
-
     row, members = await store.query(queries.COMMUNITY_GET, {"id": community})
-    if not row or community.table_name != "community":
-        raise NotFound(f"no community {record_key(community)}")
-    return {**row, "members": members or []}
+    if community.table_name != "community":
+        row = None
+    return {**records.found(row, "community", community), "members": members or []}
 
 
 async def rebuild_job(
