@@ -33,9 +33,10 @@ from kgapp import surreal_server  # noqa: E402
 from kgapp.graph import queries, schema  # noqa: E402
 from kgapp.graph.embeddings import local_embedder  # noqa: E402
 from kgapp.graph.index import entity_index, fact_index  # noqa: E402
+from kgapp.graph.search.hybrid import search  # noqa: E402
+from kgapp.graph.search.model import SearchRequest  # noqa: E402
 from kgapp.graph.search.query import QueryRequest, query  # noqa: E402
 from kgapp.graph.search.recipes import RECIPES  # noqa: E402
-from kgapp.graph.search.service import SearchRequest, search  # noqa: E402
 from kgapp.graph.store import Pool, StoreConfig, TenantStore  # noqa: E402
 from kgapp.graph.text import canonical_name, entity_key  # noqa: E402
 

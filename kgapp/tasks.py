@@ -23,7 +23,7 @@ from kgapp.graph import communities, curation, jobs
 from kgapp.graph.errors import GraphError, GraphUnavailable
 from kgapp.graph.ingest.service import ingest_run
 from kgapp.graph.records import parse_record_id, to_json
-from kgapp.graph.search import service as search_service
+from kgapp.graph.search import retrieval
 from kgapp.graph.store import TenantStore
 from tenants.graph import embedder, llm_client, offline_extractor, pdf_limits, tenant_graph
 from tenants.models import Tenant
@@ -119,7 +119,7 @@ def decay_retrieval_counts() -> int:
     tenants = list(Tenant.objects.all())
     for tenant in tenants:
         tenant_graph(tenant).run(
-            search_service.decay_retrieval_counts, lambda_=settings.RETRIEVAL_DECAY_LAMBDA
+            retrieval.decay_retrieval_counts, lambda_=settings.RETRIEVAL_DECAY_LAMBDA
         )
     return len(tenants)
 

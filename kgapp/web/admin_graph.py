@@ -19,7 +19,7 @@ from django.views.decorators.http import require_POST
 from kgapp.graph import curation
 from kgapp.graph.errors import GraphError, InvalidRecordId, NotFound
 from kgapp.graph.records import parse_record_id, to_json
-from kgapp.graph.search import service
+from kgapp.graph.search import history, reads
 from kgapp.graph.time import parse_when
 from kgapp.web.schemas import MAX_OFFSET
 from tenants.access import TenantAccess, tenant_access
@@ -133,8 +133,8 @@ def fact(request: HttpRequest, slug: str, fact_id: str) -> HttpResponse:
     access = _access(request, slug)
     graph = tenant_graph(access.tenant)
     record = _record(fact_id, "relates_to")
-    row = _run(access, service.fact_get, record)
-    chain = graph.run(service.fact_history, record)
+    row = _run(access, reads.fact_get, record)
+    chain = graph.run(history.fact_history, record)
     episodes = graph.run(curation.episodes_of, list(row.get("episodes") or []))
     return _page(
         request,

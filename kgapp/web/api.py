@@ -26,7 +26,7 @@ from kgapp.graph.errors import (
     UniqueViolation,
     WriteConflict,
 )
-from kgapp.graph.search.service import RerankerUnavailable
+from kgapp.graph.search.model import RerankerUnavailable
 from kgapp.tasks import QueueUnavailable
 from kgapp.web.auth import API_AUTH
 from kgapp.web.ratelimits import RateLimited

@@ -174,7 +174,8 @@ async def test_candidates_come_once_per_pair_and_a_rejection_sticks(raw_namespac
 
 
 async def test_invalidating_and_correcting_facts_keep_their_history(raw_namespace) -> None:
-    from kgapp.graph.search.service import entity_facts, fact_history
+    from kgapp.graph.search.history import fact_history
+    from kgapp.graph.search.reads import entity_facts
     from kgapp.graph.time import Moment
 
     store = await duplicate_graph(raw_namespace)

@@ -17,13 +17,10 @@ from kgapp.graph.index import unit_vectors
 from kgapp.graph.ingest.model import EpisodeInput
 from kgapp.graph.ingest.pipeline import ingest_job
 from kgapp.graph.ingest.service import episodes_remove
-from kgapp.graph.search.query import (
-    QueryRequest,
-    _entity_line,
-    _entity_summaries,
-    _statement,
-    query,
-)
+from kgapp.graph.search.context import entity_line as _entity_line
+from kgapp.graph.search.context import entity_summaries as _entity_summaries
+from kgapp.graph.search.context import statement as _statement
+from kgapp.graph.search.query import QueryRequest, query
 from kgapp.graph.time import Moment
 
 SCHEMA = Path(__file__).resolve().parents[2] / "schema"

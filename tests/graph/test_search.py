@@ -12,12 +12,10 @@ from kgapp.graph.embeddings import local_embedder
 from kgapp.graph.ingest.model import EpisodeInput
 from kgapp.graph.ingest.pipeline import ingest_job
 from kgapp.graph.records import record_key
-from kgapp.graph.search.service import (
-    SearchRequest,
-    entity_facts,
-    fact_history,
-    search,
-)
+from kgapp.graph.search.history import fact_history
+from kgapp.graph.search.hybrid import search
+from kgapp.graph.search.model import SearchRequest
+from kgapp.graph.search.reads import entity_facts
 from kgapp.graph.time import Moment
 
 SCHEMA = Path(__file__).resolve().parents[2] / "schema"
@@ -117,7 +115,7 @@ async def test_activation_reaches_the_neighbours_of_the_seeds(alice) -> None:
 
 
 async def test_search_counts_retrievals_and_decay_shrinks_them(alice) -> None:
-    from kgapp.graph.search.service import decay_retrieval_counts
+    from kgapp.graph.search.retrieval import decay_retrieval_counts
 
     store, _, _ = alice
     for _ in range(3):

@@ -17,7 +17,8 @@ from kgapp.graph.embeddings import local_embedder
 from kgapp.graph.index import K1, B, Postings, fact_index, micros
 from kgapp.graph.index.analyzer import terms
 from kgapp.graph.namespaces import namespace_define, namespace_remove
-from kgapp.graph.search.service import SearchRequest, search
+from kgapp.graph.search.hybrid import search
+from kgapp.graph.search.model import SearchRequest
 from kgapp.graph.store import Pool, TenantStore
 from kgapp.graph.time import Moment
 
@@ -152,7 +153,7 @@ async def test_relation_filters_apply_before_the_limit(raw_namespace) -> None:
 
 
 async def test_one_hop_facts_put_those_touching_most_query_entities_first(raw_namespace) -> None:
-    from kgapp.graph.search.service import facts_touching
+    from kgapp.graph.search.reads import facts_touching
 
     store = await facts_store(raw_namespace)  # f1: Ada -> Orbital Labs
     rows = [

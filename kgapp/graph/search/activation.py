@@ -5,6 +5,10 @@ Activation starts at seed entities and flows along visible facts, decaying per h
 with lateral inhibition (a node at or above `inhibition` receives nothing more, checked in
 both the current and the next map), a clamped sum (never above 1.0), a per-hop cap on
 active nodes, and a hard deadline after which whatever has been computed is returned.
+
+The search method "activation" (`activation_search`) seeds it from the query's entity
+matches, reads the neighbours of each hop's active entities as one statement, and ranks
+the facts it reached by the weaker end's activation times effective confidence.
 """
 
 from __future__ import annotations
@@ -14,7 +18,18 @@ import math
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
+from typing import Any
+
+from surrealdb.data.types.record_id import RecordID
+
+from kgapp.graph.embeddings import Embedder
+from kgapp.graph.index import EntityIndex
+from kgapp.graph.records import record_key
+from kgapp.graph.search.model import SearchRequest
+from kgapp.graph.search.reads import entity_rows, facts_near_once, record_id
+from kgapp.graph.store import TenantStore
+from kgapp.graph.time import Moment
 
 
 @dataclass(frozen=True)
@@ -102,3 +117,101 @@ async def spread(
     return {
         k: v for k, v in sorted(activation.items(), key=lambda i: -i[1]) if v >= config.threshold
     }
+
+
+# --- the search method -------------------------------------------------------------
+
+ACTIVATION = ActivationConfig()
+SEED_STRUCTURE = 0.3
+
+
+async def activation_search(
+    store: TenantStore,
+    index: EntityIndex,
+    request: SearchRequest,
+    embedder: Embedder,
+    vector: list[float] | None,
+) -> dict[str, list[dict[str, Any]]]:
+    """Entities and facts reached by spreading activation from the query's seeds, best
+    first (facts scored by the weaker end's activation times effective confidence)."""
+    seeds = await activation_seeds(store, index, request, embedder, vector)
+    seen: dict[str, dict[str, Any]] = {}
+    names: dict[str, str] = {}
+
+    async def neighbours(keys: Sequence[str]) -> list[Link]:
+        facts = await facts_near_once(store, [record_id(k) for k in keys], request.moment, 500)
+        for fact in facts:
+            seen[record_key(fact["id"])] = fact
+            names[record_key(fact["source"])] = fact["source_name"]
+            names[record_key(fact["target"])] = fact["target_name"]
+        return [_link(fact) for fact in facts]
+
+    levels = await spread(seeds, neighbours, ACTIVATION, datetime.now(UTC))
+    for key in levels.keys() - names.keys():  # a seed with no visible fact
+        names[key] = index.row(key)["name"] if key in index.positions else ""
+    entities = [{"id": record_id(k), "name": names[k], "activation": v} for k, v in levels.items()]
+    return {"facts": _reached(seen, levels), "entities": entities}
+
+
+def _link(fact: dict[str, Any]) -> Link:
+    return Link(
+        record_key(fact["source"]),
+        record_key(fact["target"]),
+        float(fact["confidence"]),
+        float(fact.get("retrieval_count") or 0),
+        fact["valid_at"],
+    )
+
+
+def _reached(seen: dict[str, dict[str, Any]], levels: dict[str, float]) -> list[dict[str, Any]]:
+    """The facts with both ends active, by the weaker end's activation times the fact's
+    effective confidence, best first."""
+    scored = []
+    for key, fact in seen.items():
+        ends = [levels.get(record_key(fact["source"])), levels.get(record_key(fact["target"]))]
+        if None in ends:
+            continue
+        weight = effective_confidence(
+            float(fact["confidence"]), float(fact.get("retrieval_count") or 0)
+        )
+        scored.append((min(e for e in ends if e is not None) * weight, key))
+    return [seen[key] for _, key in sorted(scored, key=lambda item: (-item[0], item[1]))]
+
+
+async def activation_seeds(
+    store: TenantStore,
+    index: EntityIndex,
+    request: SearchRequest,
+    embedder: Embedder,
+    vector: list[float] | None,
+) -> dict[str, float]:
+    """Full-text matches blended with structure (degree and edge-type diversity, weight
+    0.3); by name embedding only when full text finds nothing."""
+    rows = entity_rows(index, index.bm25(request.query, index.of_types(), 20))
+    if not rows:
+        vector = vector or (await asyncio.to_thread(embedder.embed, [request.query]))[0]
+        hits = index.cosine(vector, index.of_types(), 10)
+        rows = [r for r in entity_rows(index, hits) if r["score"] > 0.3]
+    if not rows:
+        return {}
+    top = max(float(r.get("score") or 0) for r in rows) or 1.0
+    top_degree = max(int(r.get("degree") or 0) for r in rows) or 1
+    diversity = await _edge_type_diversity(store, [r["id"] for r in rows], request.moment)
+    seeds = {}
+    for row in rows:
+        key = record_key(row["id"])
+        structural = 0.5 * int(row.get("degree") or 0) / top_degree + 0.5 * diversity.get(key, 0.0)
+        seeds[key] = (1 - SEED_STRUCTURE) * float(
+            row.get("score") or 0
+        ) / top + SEED_STRUCTURE * structural
+    return seeds
+
+
+async def _edge_type_diversity(
+    store: TenantStore, entities: list[RecordID], moment: Moment
+) -> dict[str, float]:
+    kinds: dict[str, set[str]] = {}
+    for fact in await facts_near_once(store, entities, moment, 2000):
+        for end in (fact["source"], fact["target"]):
+            kinds.setdefault(record_key(end), set()).add(fact["edge_type"])
+    return {key: len(types) / 4 for key, types in kinds.items()}

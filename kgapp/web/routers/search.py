@@ -12,11 +12,11 @@ from pydantic import Field, model_validator
 from kgapp import tasks
 from kgapp.graph import communities, layout
 from kgapp.graph.records import parse_record_id, to_json
-from kgapp.graph.search import service
+from kgapp.graph.search import elements, history, hybrid, reads
+from kgapp.graph.search.model import Hit, SearchRequest, SearchResults
 from kgapp.graph.search.query import AnswerUnavailable, QueryRequest, QueryResult
 from kgapp.graph.search.query import query as run_query
 from kgapp.graph.search.recipes import RECIPES
-from kgapp.graph.search.service import SearchRequest
 from kgapp.graph.store import TenantStore
 from kgapp.graph.text import relation_name
 from kgapp.graph.time import Moment
@@ -87,7 +87,7 @@ class Neighbourhood(TimeIn):
     limit: int = Field(default=200, ge=1, le=2000)
 
 
-def _hits(hits: list[service.Hit]) -> list[dict[str, Any]]:
+def _hits(hits: list[Hit]) -> list[dict[str, Any]]:
     # The hit's own score wins over a method's score left on the record.
     return [
         {**to_json(h.record), "id": h.id, "score": h.score, "found_by": h.found_by} for h in hits
@@ -124,8 +124,8 @@ def search(request: HttpRequest, tenant: str, payload: SearchIn) -> dict[str, An
     }
 
 
-async def _search(store: TenantStore, spec: SearchRequest) -> service.SearchResults:
-    return await service.search(store, spec, embedder(), llm=llm_client(store))
+async def _search(store: TenantStore, spec: SearchRequest) -> SearchResults:
+    return await hybrid.search(store, spec, embedder(), llm=llm_client(store))
 
 
 @router.get("/t/{tenant}/entities", response={200: list[dict[str, Any]], **DENIED})
@@ -134,7 +134,7 @@ def entity_lookup(request: HttpRequest, tenant: str, params: Query[Lookup]) -> A
     access = tenant_access(request.user, tenant)
     return to_json(
         tenant_graph(access.tenant).run(
-            service.entities_lookup, params.q, embedder(), limit=params.limit
+            reads.entities_lookup, params.q, embedder(), limit=params.limit
         )
     )
 
@@ -145,7 +145,7 @@ def entity_lookup(request: HttpRequest, tenant: str, params: Query[Lookup]) -> A
 def entity_detail(request: HttpRequest, tenant: str, entity_id: str) -> Any:
     access = tenant_access(request.user, tenant)
     return to_json(
-        tenant_graph(access.tenant).run(service.entity_get, parse_record_id(entity_id, "entity"))
+        tenant_graph(access.tenant).run(reads.entity_get, parse_record_id(entity_id, "entity"))
     )
 
 
@@ -158,7 +158,7 @@ def entity_facts(request: HttpRequest, tenant: str, entity_id: str, time: Query[
     access = tenant_access(request.user, tenant)
     return to_json(
         tenant_graph(access.tenant).run(
-            service.entity_facts, parse_record_id(entity_id, "entity"), time.moment()
+            reads.entity_facts, parse_record_id(entity_id, "entity"), time.moment()
         )
     )
 
@@ -172,7 +172,7 @@ def entity_episodes(request: HttpRequest, tenant: str, entity_id: str, params: Q
     access = tenant_access(request.user, tenant)
     return to_json(
         tenant_graph(access.tenant).run(
-            service.entity_episodes, parse_record_id(entity_id, "entity"), limit=params.limit
+            reads.entity_episodes, parse_record_id(entity_id, "entity"), limit=params.limit
         )
     )
 
@@ -187,7 +187,7 @@ def entity_neighbourhood(
     access = tenant_access(request.user, tenant)
     return to_json(
         tenant_graph(access.tenant).run(
-            service.facts_near,
+            reads.facts_near,
             [parse_record_id(entity_id, "entity")],
             params.moment(),
             depth=params.depth,
@@ -200,7 +200,7 @@ def entity_neighbourhood(
 def fact_detail(request: HttpRequest, tenant: str, fact_id: str) -> Any:
     access = tenant_access(request.user, tenant)
     return to_json(
-        tenant_graph(access.tenant).run(service.fact_get, parse_record_id(fact_id, "relates_to"))
+        tenant_graph(access.tenant).run(reads.fact_get, parse_record_id(fact_id, "relates_to"))
     )
 
 
@@ -213,7 +213,7 @@ def fact_history(request: HttpRequest, tenant: str, fact_id: str) -> Any:
     access = tenant_access(request.user, tenant)
     return to_json(
         tenant_graph(access.tenant).run(
-            service.fact_history, parse_record_id(fact_id, "relates_to")
+            history.fact_history, parse_record_id(fact_id, "relates_to")
         )
     )
 
@@ -238,7 +238,7 @@ def graph(request: HttpRequest, tenant: str, params: Query[GraphIn]) -> Any:
         moment = Moment.of(params.as_of, params.known_at)
     return to_json(
         tenant_graph(access.tenant).run(
-            service.graph_elements,
+            elements.graph_elements,
             seed=seed,
             depth=params.depth,
             entity_types=params.entity_types,
