@@ -1,0 +1,104 @@
+// The toolbar, the keyboard shortcuts and the graph's pointer events.
+
+import { state } from './state.js';
+import { $ } from './dom.js';
+import { cy, nameNodesInView } from './graph.js';
+import { layout } from './layout.js';
+import { applyTime, drawHistogram, onSlider, play, STEPS } from './time.js';
+import { seed } from './elements.js';
+import { showEntity, showFact } from './panel.js';
+import { setupSearch } from './search.js';
+
+function selectedNode() { return cy.nodes(':selected').first(); }
+
+async function expand() {
+  const node = selectedNode();
+  if (node.nonempty()) await seed(node.id());
+}
+
+function hideSelected() {
+  cy.elements(':selected').forEach((ele) => {
+    const entry = state.nodes.get(ele.id()) ?? state.facts.get(ele.id());
+    if (entry) entry.hidden = true;
+  }).unselect();
+  applyTime();
+}
+
+function pinSelected() {
+  cy.nodes(':selected').forEach((node) => {
+    const entry = state.nodes.get(node.id());
+    entry.pinned = !entry.pinned;
+    node.toggleClass('pinned', entry.pinned);
+    if (entry.pinned) node.lock(); else node.unlock();
+  });
+  applyTime();
+}
+
+function exportPng() {
+  const link = document.createElement('a');
+  link.href = cy.png({ full: true, scale: 2, bg: '#ffffff' });
+  link.download = 'graph.png';
+  link.click();
+}
+
+function setupRelationFilter() {
+  const select = document.createElement('select');
+  select.id = 'relation-filter';
+  select.setAttribute('aria-label', 'Relation shown');
+  select.append(new Option('all relations', ''));
+  const refresh = () => {
+    const current = select.value;
+    const relations = [...new Set([...state.facts.values()].map((f) => f.relation))].sort();
+    select.replaceChildren(new Option('all relations', ''), ...relations.map((r) => new Option(r, r)));
+    select.value = relations.includes(current) ? current : '';
+  };
+  select.addEventListener('focus', refresh);
+  select.addEventListener('change', applyTime);
+  $('show-history').closest('label').before(select);
+}
+
+export function setup() {
+  setupSearch();
+  setupRelationFilter();
+  $('fit').addEventListener('click', () => cy.fit(cy.elements().not('.gone'), 30));
+  $('relayout').addEventListener('click', () => layout(null, { fit: true }));
+  $('expand').addEventListener('click', expand);
+  $('hide').addEventListener('click', hideSelected);
+  $('pin').addEventListener('click', pinSelected);
+  $('export').addEventListener('click', exportPng);
+  $('show-history').addEventListener('change', () => { state.justEnded.clear(); applyTime(); });
+  $('by-community').addEventListener('change', () => {
+    cy.nodes().toggleClass('by-community', $('by-community').checked);
+  });
+  $('valid-time').addEventListener('input', onSlider);
+  $('known-time').addEventListener('input', onSlider);
+  $('play').addEventListener('click', play);
+  $('now').addEventListener('click', () => {
+    $('valid-time').value = STEPS;
+    $('known-time').value = STEPS;
+    onSlider();
+  });
+  cy.on('tap', 'node', (event) => showEntity(event.target.id()));
+  cy.on('tap', 'edge', (event) => showFact(event.target.id()));
+  cy.on('dbltap', 'node', (event) => seed(event.target.id()));
+  cy.on('mouseover', 'edge', (event) => event.target.addClass('labelled'));
+  cy.on('mouseout', 'edge', (event) => event.target.removeClass('labelled'));
+  cy.on('zoom', () => {
+    const labelled = cy.zoom() > 1.6;
+    if (labelled !== state.labelled) {
+      state.labelled = labelled;
+      cy.edges().toggleClass('labelled', labelled);
+    }
+    if (state.large) nameNodesInView();
+  });
+  cy.on('pan', () => { if (state.large) nameNodesInView(); });
+  document.addEventListener('keydown', (event) => {
+    const typing = ['INPUT', 'SELECT', 'TEXTAREA'].includes(event.target.tagName) && event.target.type !== 'range';
+    if (typing || event.ctrlKey || event.metaKey || event.altKey) return;
+    const actions = { '/': () => $('entity-search').focus(), f: () => $('fit').click(),
+      l: () => $('relayout').click(), e: expand, h: hideSelected, p: pinSelected,
+      ' ': play, Escape: () => cy.elements().unselect() };
+    if (actions[event.key]) { actions[event.key](); event.preventDefault(); }
+  });
+  window.addEventListener('resize', drawHistogram);
+}

@@ -1,0 +1,141 @@
+// What is in the graph: rows from the API or from live changes merged into the state
+// and into Cytoscape, forgotten when deleted, and loaded (the first view, or around a seed).
+
+import { ms, NEVER } from '../time.js';
+import { state } from './state.js';
+import { $, api, status } from './dom.js';
+import { colourOf, communityColour, cy, tune } from './graph.js';
+import { layout, nearNeighbour } from './layout.js';
+import { applyTime, drawHistogram, factShown, setShown, viewpoint } from './time.js';
+import { showEntity } from './panel.js';
+
+function nodeData(row) {
+  const id = row.id;
+  const known = state.nodes.get(id);
+  const community = row.community ?? known?.community ?? null;
+  const entry = known ?? { ele: null, created: 0 };
+  const type = row.type ?? row.entity_type ?? 'Entity';
+  // Unknown creation time (a placeholder for a fact's end): treat as always known.
+  if (row.created_at !== undefined) entry.created = row.created_at ? ms(row.created_at) : 0;
+  entry.community = community;
+  state.nodes.set(id, entry);
+  return {
+    id,
+    label: row.label ?? row.name ?? id,
+    type,
+    summary: row.summary ?? '',
+    degree: row.degree ?? 0,
+    colour: colourOf(type),
+    community,
+    communityColour: community ? communityColour(community) : '#c4c9cf',
+  };
+}
+
+function edgeData(row) {
+  const fact = state.facts.get(row.id) ?? { ele: null };
+  Object.assign(fact, {
+    source: row.source, target: row.target, relation: row.relation,
+    valid: ms(row.valid_at), invalid: ms(row.invalid_at),
+    created: ms(row.created_at), expired: ms(row.expired_at),
+  });
+  state.facts.set(row.id, fact);
+  if (fact.valid !== NEVER && fact.valid < state.span.start) state.span.start = fact.valid;
+  if (fact.created !== NEVER && fact.created < state.knownSpan.start) state.knownSpan.start = fact.created;
+  fact.data = {
+    id: row.id, source: row.source, target: row.target, relation: row.relation,
+    fact: row.fact, confidence: row.confidence ?? 1, edge_type: row.edge_type,
+  };
+  return fact;
+}
+
+// Add nodes and edges (rows from the API or from live changes) in one go; existing ones
+// are updated in place. Returns the new elements.
+export function merge(nodes, edges) {
+  const newNodes = new Map();
+  const newEdges = new Map();
+  const view = viewpoint();
+  cy.batch(() => {
+    for (const row of nodes) {
+      const data = nodeData(row);
+      const { ele } = state.nodes.get(data.id);
+      if (ele) ele.data(data);
+      else newNodes.set(data.id, data);
+    }
+    for (const row of edges) {
+      if (!state.nodes.has(row.source) || !state.nodes.has(row.target)) continue;
+      const fact = edgeData(row);
+      if (fact.ele) fact.ele.data(fact.data);
+      else if (factShown(row.id, fact, view) !== 'off') newEdges.set(row.id, fact.data);
+    }
+  });
+  if (!newNodes.size && !newEdges.size) return cy.collection();
+  tune(state.nodes.size + state.facts.size);
+  // A few new nodes start beside a neighbour already placed; many are laid out anew.
+  const few = newNodes.size < 50 && cy.nodes().nonempty();
+  const edgeRows = [...newEdges.values()];
+  const addedNodes = cy.add([...newNodes.values()].map((data) => ({
+    group: 'nodes', data, position: few ? nearNeighbour(data.id, edgeRows) : undefined })));
+  // Style the nodes before their edges exist: every styled property of a node otherwise
+  // walks its edges, which for thousands of nodes costs a good part of a second.
+  if (addedNodes.length > 500) addedNodes.forEach((node) => node.pstyle('display'));
+  const added = addedNodes.union(cy.add(edgeRows.map((data) => ({ group: 'edges', data }))));
+  added.forEach((ele) => { (ele.isNode() ? state.nodes : state.facts).get(ele.id()).ele = ele; });
+  if ($('by-community').checked) added.nodes().addClass('by-community');
+  return added;
+}
+
+export function clear() {
+  cy.elements().remove();
+  for (const map of [state.nodes, state.facts, state.shown]) map.clear();
+  state.visible = { nodes: 0, edges: 0 };
+}
+
+export function forget(id) {
+  const entry = state.facts.get(id) ?? state.nodes.get(id);
+  if (entry?.ele) entry.ele.remove();
+  const isNode = state.nodes.has(id);
+  unshow(id);
+  state.facts.delete(id);
+  state.nodes.delete(id);
+  if (!isNode) return;
+  for (const [factId, fact] of state.facts) { // a removed node takes its facts along
+    if (fact.source === id || fact.target === id) {
+      unshow(factId);
+      state.facts.delete(factId);
+    }
+  }
+}
+
+function unshow(id) {
+  setShown(id, null, 'off'); // counts it out of state.visible while its maps still hold it
+  state.shown.delete(id);
+}
+
+export async function loadGraph(params = 'limit=150') {
+  const body = await api(`/graph?${params}`);
+  const nodes = body.nodes.map((n) => n.data);
+  const edges = body.edges.map((e) => e.data);
+  const first = cy.elements().empty();
+  const added = merge(nodes, edges);
+  state.span.end = state.knownSpan.end = Date.now();
+  drawHistogram();
+  applyTime();
+  if (first) layout(null, { fit: true });
+  else if (added.nonempty()) layout(added);
+  return added;
+}
+
+export async function seed(id) {
+  status('Loading…');
+  try {
+    await loadGraph(`seed=${encodeURIComponent(id)}&depth=${$('depth').value}&limit=60`);
+    const node = cy.getElementById(id);
+    cy.elements().unselect();
+    node.select();
+    cy.animate({ center: { eles: node }, zoom: Math.max(cy.zoom(), 1) }, { duration: 250 });
+    await showEntity(id);
+    status('Ready');
+  } catch (error) {
+    status(`Could not load that entity: ${error.message}`);
+  }
+}

@@ -1,0 +1,127 @@
+// The Cytoscape instance and how it draws: the styles, colours by type and community,
+// the legend, and the cheaper drawing of large graphs (names only on the nodes in view).
+
+import { state } from './state.js';
+import { $, root, text } from './dom.js';
+
+const PALETTE = ['#1f77b4', '#d62728', '#2ca02c', '#9467bd', '#e67e22', '#17becf',
+  '#8c564b', '#e377c2', '#7f7f7f', '#bcbd22'];
+
+export function colourOf(type) {
+  if (!state.typeColours.has(type)) {
+    state.typeColours.set(type, PALETTE[state.typeColours.size % PALETTE.length]);
+    drawLegend();
+  }
+  return state.typeColours.get(type);
+}
+
+function drawLegend() {
+  const legend = $('legend');
+  legend.replaceChildren(...[...state.typeColours].map(([type, colour]) => {
+    const item = text('li', type || 'Entity');
+    const swatch = text('span', '', 'swatch');
+    swatch.style.background = colour;
+    item.prepend(swatch);
+    return item;
+  }));
+}
+
+if (window.cytoscapeFcose) window.cytoscape.use(window.cytoscapeFcose);
+export const FORCE_LAYOUT = window.cytoscapeFcose ? 'fcose' : 'cose';
+
+// WebGL draws large graphs much faster (Cytoscape 3.31+) on a graphics card; emulated
+// in software (SwiftShader, llvmpipe) it is slower than the canvas. ?webgl=0 or 1 overrides.
+function webglOnHardware() {
+  try {
+    const gl = document.createElement('canvas').getContext('webgl');
+    if (!gl) return false;
+    const info = gl.getExtension('WEBGL_debug_renderer_info');
+    const renderer = String(gl.getParameter(info ? info.UNMASKED_RENDERER_WEBGL : gl.RENDERER));
+    gl.getExtension('WEBGL_lose_context')?.loseContext();
+    return !/swiftshader|llvmpipe|softpipe|software|basic render/i.test(renderer);
+  } catch {
+    return false;
+  }
+}
+const webglParam = new URLSearchParams(window.location.search).get('webgl');
+export const WEBGL = webglParam === null
+  ? Number(root.dataset.entities || 0) > 2000 && webglOnHardware()
+  : webglParam === '1';
+
+const LARGE = 2000; // elements: beyond this, edges are drawn the cheap way
+
+export const cy = window.cytoscape({
+  container: $('graph'),
+  renderer: { name: 'canvas', webgl: WEBGL },
+  hideEdgesOnViewport: true, // while panning and zooming a large graph
+  textureOnViewport: true,
+  wheelSensitivity: 0.3,
+  minZoom: 0.05,
+  maxZoom: 4,
+  style: [
+    { selector: 'node', style: {
+      'background-color': 'data(colour)', label: 'data(label)', 'font-size': 11,
+      'text-valign': 'bottom', 'text-margin-y': 3, color: '#1b1f24',
+      'text-outline-color': '#fff', 'text-outline-width': 2, width: 'mapData(degree, 0, 30, 14, 40)',
+      height: 'mapData(degree, 0, 30, 14, 40)', 'min-zoomed-font-size': 7 } },
+    { selector: 'edge', style: {
+      width: 'mapData(confidence, 0, 1, 1, 5)', 'line-color': '#8c959f', 'curve-style': 'bezier',
+      'target-arrow-shape': 'triangle', 'target-arrow-color': '#8c959f', 'arrow-scale': 0.8,
+      label: '', 'font-size': 9, color: '#57606a', 'text-rotation': 'autorotate',
+      'text-background-color': '#fff', 'text-background-opacity': 0.8 } },
+    { selector: 'edge.labelled, edge:selected', style: { label: 'data(relation)' } },
+    { selector: 'edge.past', style: {
+      'line-style': 'dashed', 'line-color': '#c4c9cf', 'target-arrow-color': '#c4c9cf', opacity: 0.8 } },
+    { selector: '.gone', style: { display: 'none' } },
+    { selector: 'node.by-community', style: { 'background-color': 'data(communityColour)' } },
+    { selector: 'node.pinned', style: { 'border-width': 3, 'border-color': '#14213d' } },
+    { selector: ':selected', style: { 'overlay-color': '#0b5fff', 'overlay-opacity': 0.18 } },
+    { selector: '.fresh', style: { 'underlay-color': '#ffb000', 'underlay-opacity': 0.55, 'underlay-padding': 6 } },
+  ],
+});
+
+export function communityColour(id) {
+  if (!state.communityColours.has(id)) {
+    state.communityColours.set(id, PALETTE[state.communityColours.size % PALETTE.length]);
+  }
+  return state.communityColours.get(id);
+}
+
+// Large graphs draw straight edges without arrows (Cytoscape's "haystack"), several
+// times cheaper than curved ones with arrowheads; small ones get the full style.
+export function tune(size) {
+  const large = size > LARGE;
+  if (large === state.large) return;
+  state.large = large;
+  // Names are measured for every node that has one, so a large graph shows them only
+  // on the nodes in view once zoomed in (see the zoom handler).
+  cy.style()
+    .selector('edge').style(large
+      ? { 'curve-style': 'haystack', 'target-arrow-shape': 'none', 'haystack-radius': 0, width: 1 }
+      : { 'curve-style': 'bezier', 'target-arrow-shape': 'triangle',
+        width: 'mapData(confidence, 0, 1, 1, 5)' })
+    .selector('node').style(large
+      ? { label: '', width: 12, height: 12 }
+      : { label: 'data(label)', width: 'mapData(degree, 0, 30, 14, 40)',
+        height: 'mapData(degree, 0, 30, 14, 40)' })
+    .selector('node.named, node:selected').style({ label: 'data(label)' })
+    .update();
+}
+
+let naming = null;
+export function nameNodesInView() { // large graphs: names on the nodes in view when zoomed in
+  clearTimeout(naming);
+  naming = setTimeout(() => {
+    const extent = cy.extent();
+    const inView = cy.zoom() > 0.6
+      ? cy.nodes().filter((n) => {
+        const p = n.position();
+        return p.x > extent.x1 && p.x < extent.x2 && p.y > extent.y1 && p.y < extent.y2;
+      })
+      : cy.collection();
+    cy.batch(() => {
+      cy.nodes('.named').not(inView).removeClass('named');
+      inView.addClass('named');
+    });
+  }, 150);
+}
