@@ -99,7 +99,8 @@ async def _rebuild(store: TenantStore, job: Any) -> dict[str, Any]:
     row = await jobs.job_get(store, job)
     as_of = (row.get("params") or {}).get("as_of")
     config = communities.Detection(
-        method=settings.COMMUNITY_METHOD, resolutions=settings.COMMUNITY_RESOLUTIONS
+        method="cpm" if settings.COMMUNITY_METHOD == "cpm" else "modularity",
+        resolutions=settings.COMMUNITY_RESOLUTIONS,
     )
     return await communities.rebuild_job(store, job, llm_client(store), config, as_of=as_of)
 

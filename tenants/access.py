@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.contrib.auth.models import AnonymousUser, User
 
 from tenants.errors import InvalidSlug, RoleRequired, TenantNotFound
 from tenants.models import SLUG_MAX_LENGTH, SLUG_PATTERN, Membership, Role, Tenant
@@ -32,7 +32,7 @@ def check_slug(slug: str) -> str:
 
 
 def tenant_access(
-    user: AbstractBaseUser | AnonymousUser, slug: str, minimum: Role = Role.VIEWER
+    user: User | AnonymousUser, slug: str, minimum: Role = Role.VIEWER
 ) -> TenantAccess:
     """The user's access to tenant `slug`, with at least role `minimum`.
 

@@ -56,6 +56,7 @@ class MembershipForm(forms.ModelForm):
 
     def clean(self) -> dict[str, Any]:
         data = super().clean()
+        assert data is not None  # a ModelForm's clean() returns its cleaned_data
         before = self.instance
         if before.pk is None or self.initial.get("role") != Role.OWNER:
             return data
@@ -141,6 +142,7 @@ class InvitationAdmin(admin.ModelAdmin):
 
     def save_model(self, request: HttpRequest, obj: Invitation, form: Any, change: bool) -> None:
         if not change:
+            assert request.user.is_authenticated  # the admin lets in signed-in staff only
             obj.invited_by = request.user
         super().save_model(request, obj, form, change)
 

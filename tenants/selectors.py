@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db.models import QuerySet
 
 from tenants.models import ApiToken, Invitation, Membership, Role, Tenant
@@ -10,13 +10,13 @@ from tenants.models import ApiToken, Invitation, Membership, Role, Tenant
 CURATING = [role.value for role in Role if role.rank >= Role.CURATOR.rank]
 
 
-def tenants_of_user(user: AbstractBaseUser) -> QuerySet[Tenant]:
+def tenants_of_user(user: User) -> QuerySet[Tenant]:
     if user.is_staff:
         return Tenant.objects.all()
     return Tenant.objects.filter(memberships__user=user)
 
 
-def curatable_tenants(user: AbstractBaseUser) -> QuerySet[Tenant]:
+def curatable_tenants(user: User) -> QuerySet[Tenant]:
     """The tenants whose graph `user` may curate: all for staff, else where curator+."""
     if user.is_staff:
         return Tenant.objects.order_by("slug")
@@ -33,7 +33,7 @@ def invitations_of_tenant(tenant: Tenant) -> QuerySet[Invitation]:
     return Invitation.objects.filter(tenant=tenant)
 
 
-def invitations_of_user(user: AbstractBaseUser) -> QuerySet[Invitation]:
+def invitations_of_user(user: User) -> QuerySet[Invitation]:
     """The invitations addressed to `user`'s username, oldest first."""
     return (
         Invitation.objects.filter(username=user.get_username())
@@ -42,5 +42,5 @@ def invitations_of_user(user: AbstractBaseUser) -> QuerySet[Invitation]:
     )
 
 
-def tokens_of_user(user: AbstractBaseUser) -> QuerySet[ApiToken]:
+def tokens_of_user(user: User) -> QuerySet[ApiToken]:
     return ApiToken.objects.filter(user=user)

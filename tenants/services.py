@@ -7,7 +7,7 @@ import logging
 import secrets
 
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.contrib.auth.validators import UnicodeUsernameValidator
 from django.core.exceptions import ValidationError
 from django.db import transaction
@@ -25,7 +25,7 @@ logger = logging.getLogger(__name__)
 TOKEN_PREFIX = "kg"
 
 
-def tenant_create(*, slug: str, name: str, owner: AbstractBaseUser | None = None) -> Tenant:
+def tenant_create(*, slug: str, name: str, owner: User | None = None) -> Tenant:
     """Create the tenant row and provision its namespace; neither exists if either fails."""
     check_slug(slug)
     if Tenant.objects.filter(slug=slug).exists():
@@ -72,7 +72,7 @@ def tenant_delete(*, tenant: Tenant, confirm: str) -> None:
     tenant.delete()
 
 
-def membership_set(*, tenant: Tenant, user: AbstractBaseUser, role: Role) -> Membership:
+def membership_set(*, tenant: Tenant, user: User, role: Role) -> Membership:
     """Give `user` `role` in the tenant (staff, fixtures, accepted invitations). Refuses
     (LastOwner) to demote the tenant's only owner."""
     with transaction.atomic():
@@ -85,7 +85,7 @@ def membership_set(*, tenant: Tenant, user: AbstractBaseUser, role: Role) -> Mem
     return membership
 
 
-def membership_remove(*, tenant: Tenant, user: AbstractBaseUser) -> bool:
+def membership_remove(*, tenant: Tenant, user: User) -> bool:
     """Remove the user from the tenant; their open sockets of it are closed. Refuses
     (LastOwner) to remove the tenant's only owner."""
     with transaction.atomic():
@@ -104,7 +104,7 @@ def owners_left(tenant: Tenant, *, without: list[int]) -> bool:
     return not owners.exists() or owners.exclude(user__in=without).exists()
 
 
-def _keep_an_owner(tenant: Tenant, user: AbstractBaseUser) -> None:
+def _keep_an_owner(tenant: Tenant, user: User) -> None:
     if not owners_left(tenant, without=[user.pk]):
         raise LastOwner(
             f"{user.get_username()!r} is the only owner of {tenant.slug!r}: make another"
@@ -118,7 +118,7 @@ def _lock(tenant: Tenant) -> None:
 
 
 def member_invite(
-    *, tenant: Tenant, username: str, role: Role, invited_by: AbstractBaseUser
+    *, tenant: Tenant, username: str, role: Role, invited_by: User
 ) -> Membership | Invitation:
     """Change a member's role, or invite `username` to the tenant.
 
@@ -146,7 +146,7 @@ def member_uninvite(*, tenant: Tenant, username: str) -> bool:
     return bool(deleted)
 
 
-def invitation_accept(*, invitation_id: int, user: AbstractBaseUser) -> Membership:
+def invitation_accept(*, invitation_id: int, user: User) -> Membership:
     """`user` joins with the role they were invited to (a member already keeps theirs)."""
     with transaction.atomic():
         invitation = _invitation_of(invitation_id, user)
@@ -157,11 +157,11 @@ def invitation_accept(*, invitation_id: int, user: AbstractBaseUser) -> Membersh
     return membership
 
 
-def invitation_decline(*, invitation_id: int, user: AbstractBaseUser) -> None:
+def invitation_decline(*, invitation_id: int, user: User) -> None:
     _invitation_of(invitation_id, user).delete()
 
 
-def _invitation_of(invitation_id: int, user: AbstractBaseUser) -> Invitation:
+def _invitation_of(invitation_id: int, user: User) -> Invitation:
     invitation = (
         Invitation.objects.select_related("tenant")
         .filter(pk=invitation_id, username=user.get_username())
@@ -172,7 +172,7 @@ def _invitation_of(invitation_id: int, user: AbstractBaseUser) -> Invitation:
     return invitation
 
 
-def token_create(*, user: AbstractBaseUser, name: str) -> tuple[ApiToken, str]:
+def token_create(*, user: User, name: str) -> tuple[ApiToken, str]:
     """A new token and its secret, `kg_<prefix>_<secret>`: the only time it is visible."""
     prefix = secrets.token_hex(6)
     secret = secrets.token_urlsafe(32)
@@ -186,7 +186,7 @@ def token_revoke(*, token: ApiToken) -> None:
         token.save(update_fields=["revoked_at"])
 
 
-def token_authenticate(raw: str) -> AbstractBaseUser | None:
+def token_authenticate(raw: str) -> User | None:
     """The active user a token belongs to, or None (unknown, malformed, revoked)."""
     parts = raw.split("_", 2)
     if len(parts) != 3 or parts[0] != TOKEN_PREFIX:

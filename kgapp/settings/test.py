@@ -31,4 +31,4 @@ STATIC_ROOT = VAR_DIR / "static"
 STATIC_ROOT.mkdir(parents=True, exist_ok=True)
 # Rate limits are off unless a test sets them (tests/web/test_rate_limits.py): suites that
 # send many requests as one user would otherwise meet them.
-RATE_LIMITS: dict[str, str] = {}
+RATE_LIMITS = {}

@@ -5,6 +5,7 @@ a stranger gets 404, a member below curator 403."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -21,6 +22,7 @@ from kgapp.graph.errors import GraphError, InvalidRecordId, NotFound
 from kgapp.graph.records import parse_record_id, to_json
 from kgapp.graph.search import history, reads
 from kgapp.graph.time import parse_when
+from kgapp.web.auth import AuthenticatedHttpRequest
 from kgapp.web.schemas import MAX_OFFSET
 from tenants.access import TenantAccess, tenant_access
 from tenants.errors import RoleRequired, TenantAccessError
@@ -77,7 +79,7 @@ def _actor(request: HttpRequest) -> str:
 # --- pages ---------------------------------------------------------------------------
 
 
-def tenants(request: HttpRequest) -> HttpResponse:
+def tenants(request: AuthenticatedHttpRequest) -> HttpResponse:
     from django.contrib import admin
 
     return TemplateResponse(
@@ -333,7 +335,7 @@ def _local(request: HttpRequest, target: str | None, slug: str) -> str:
     return reverse("admin:graph-facts", args=[slug])
 
 
-ROUTES = [
+ROUTES: list[tuple[str, Callable[..., HttpResponse], str]] = [
     ("graph/", tenants, "graph-tenants"),
     ("graph/<str:slug>/facts/", facts, "graph-facts"),
     ("graph/<str:slug>/facts/<str:fact_id>/", fact, "graph-fact"),

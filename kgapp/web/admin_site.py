@@ -39,7 +39,9 @@ class KgAdminSite(admin.AdminSite):
     def index(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> Any:
         from tenants.selectors import curatable_tenants
 
-        tenants = list(curatable_tenants(request.user))
+        user = request.user
+        assert user.is_authenticated  # admin_view lets in has_permission's users only
+        tenants = list(curatable_tenants(user))
         return super().index(request, {**(extra_context or {}), "curatable_tenants": tenants})
 
 

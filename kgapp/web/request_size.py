@@ -10,13 +10,13 @@ one (chunked) as soon as it passes the limit.
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from django.conf import settings
 
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
+Scope = dict[str, Any]
+Message = Mapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]

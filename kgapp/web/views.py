@@ -11,6 +11,7 @@ from django.views.decorators.http import require_POST
 
 from kgapp.graph import stats
 from kgapp.web import ratelimits
+from kgapp.web.auth import AuthenticatedHttpRequest
 from tenants import selectors, services
 from tenants.errors import TenantAccessError
 from tenants.graph import tenant_graph
@@ -26,7 +27,7 @@ class LoginView(auth_views.LoginView):
 
 
 @login_required
-def home(request: HttpRequest) -> HttpResponse:
+def home(request: AuthenticatedHttpRequest) -> HttpResponse:
     return render(
         request,
         "home.html",
@@ -39,7 +40,9 @@ def home(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_POST
-def invitation_answer(request: HttpRequest, invitation_id: int, answer: str) -> HttpResponse:
+def invitation_answer(
+    request: AuthenticatedHttpRequest, invitation_id: int, answer: str
+) -> HttpResponse:
     """Accept (then open the tenant) or decline an invitation from the home page."""
     if answer not in ("accept", "decline"):
         return error_page(request, 404, "answer an invitation with accept or decline")

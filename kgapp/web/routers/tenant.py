@@ -13,6 +13,7 @@ from pydantic import Field
 from kgapp import tasks
 from kgapp.graph import jobs, stats
 from kgapp.graph.records import parse_record_id, to_json
+from kgapp.web.auth import AuthenticatedHttpRequest
 from kgapp.web.schemas import (
     ErrorOut,
     JobOut,
@@ -69,7 +70,9 @@ def member_list(request: HttpRequest, tenant: str) -> list[dict[str, Any]]:
     "/t/{tenant}/members",
     response={200: MemberOut, 202: MemberOut, 409: ErrorOut, 422: ErrorOut, **DENIED},
 )
-def member_set(request: HttpRequest, tenant: str, payload: MemberIn) -> Status[dict[str, Any]]:
+def member_set(
+    request: AuthenticatedHttpRequest, tenant: str, payload: MemberIn
+) -> Status[dict[str, Any]]:
     """Change a member's role (200), or invite a username (202, the same answer whether
     or not such a user exists: they join when they accept). Owner."""
     access = tenant_access(request.user, tenant, Role.OWNER)

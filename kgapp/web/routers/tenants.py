@@ -9,6 +9,7 @@ from django.http import HttpRequest
 from ninja import Router, Status
 from ninja.errors import HttpError
 
+from kgapp.web.auth import AuthenticatedHttpRequest
 from kgapp.web.schemas import (
     DeleteConfirmIn,
     ErrorOut,
@@ -29,7 +30,7 @@ def _staff_only(request: HttpRequest) -> None:
 
 
 @router.get("/tenants", response=list[TenantOut])
-def tenant_list(request: HttpRequest) -> list[Tenant]:
+def tenant_list(request: AuthenticatedHttpRequest) -> list[Tenant]:
     """The tenants you belong to (every tenant, for staff)."""
     return list(selectors.tenants_of_user(request.user))
 
@@ -59,13 +60,13 @@ def tenant_delete(request: HttpRequest, slug: str, payload: DeleteConfirmIn) -> 
 
 
 @router.get("/invitations", response=list[InvitationOut])
-def invitation_list(request: HttpRequest) -> list[dict[str, Any]]:
+def invitation_list(request: AuthenticatedHttpRequest) -> list[dict[str, Any]]:
     """The tenants that invited you and are waiting for your answer."""
     return [_invitation(i) for i in selectors.invitations_of_user(request.user)]
 
 
 @router.post("/invitations/{invitation_id}/accept", response={200: MemberOut, 404: ErrorOut})
-def invitation_accept(request: HttpRequest, invitation_id: int) -> dict[str, Any]:
+def invitation_accept(request: AuthenticatedHttpRequest, invitation_id: int) -> dict[str, Any]:
     """Join the tenant with the role you were invited to."""
     m = services.invitation_accept(invitation_id=invitation_id, user=request.user)
     return {
@@ -77,7 +78,7 @@ def invitation_accept(request: HttpRequest, invitation_id: int) -> dict[str, Any
 
 
 @router.delete("/invitations/{invitation_id}", response={204: None, 404: ErrorOut})
-def invitation_decline(request: HttpRequest, invitation_id: int) -> Status[None]:
+def invitation_decline(request: AuthenticatedHttpRequest, invitation_id: int) -> Status[None]:
     services.invitation_decline(invitation_id=invitation_id, user=request.user)
     return Status(204, None)
 

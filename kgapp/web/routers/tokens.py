@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from django.http import HttpRequest
 from ninja import Router, Status
 from ninja.errors import HttpError
 
 from kgapp.web import ratelimits
+from kgapp.web.auth import AuthenticatedHttpRequest
 from kgapp.web.schemas import ErrorOut, TokenCreatedOut, TokenIn, TokenOut
 from tenants import selectors, services
 from tenants.models import ApiToken
@@ -15,12 +15,12 @@ router = Router(tags=["tokens"])
 
 
 @router.get("/tokens", response=list[TokenOut])
-def token_list(request: HttpRequest) -> list[ApiToken]:
+def token_list(request: AuthenticatedHttpRequest) -> list[ApiToken]:
     return list(selectors.tokens_of_user(request.user))
 
 
 @router.post("/tokens", response={201: TokenCreatedOut, 429: ErrorOut})
-def token_create(request: HttpRequest, payload: TokenIn) -> Status[dict[str, object]]:
+def token_create(request: AuthenticatedHttpRequest, payload: TokenIn) -> Status[dict[str, object]]:
     """A new token; its secret is in the answer and nowhere else, ever."""
     ratelimits.check(request, "token_create")
     token, secret = services.token_create(user=request.user, name=payload.name)
@@ -28,7 +28,7 @@ def token_create(request: HttpRequest, payload: TokenIn) -> Status[dict[str, obj
 
 
 @router.delete("/tokens/{token_id}", response={204: None, 404: ErrorOut})
-def token_revoke(request: HttpRequest, token_id: int) -> Status[None]:
+def token_revoke(request: AuthenticatedHttpRequest, token_id: int) -> Status[None]:
     token = selectors.tokens_of_user(request.user).filter(pk=token_id).first()
     if token is None:
         raise HttpError(404, f"you have no token {token_id}")

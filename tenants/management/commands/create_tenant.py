@@ -9,7 +9,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from kgapp.graph.errors import GraphError
 from tenants import services
 from tenants.errors import TenantAccessError
-from tenants.models import Tenant
+from tenants.models import Role, Tenant
 
 
 class Command(BaseCommand):
@@ -34,7 +34,7 @@ class Command(BaseCommand):
             if existing is not None and options["if_missing"]:
                 applied = services.tenant_provision(existing)
                 if user is not None:
-                    services.membership_set(tenant=existing, user=user, role="owner")
+                    services.membership_set(tenant=existing, user=user, role=Role.OWNER)
                 self.stdout.write(
                     f"tenant {slug} exists; schema: {', '.join(applied) or 'up to date'}"
                 )
