@@ -181,7 +181,7 @@ def load_conversation(path: Path) -> Conversation:
         for turn in raw[f"session_{number}"]:
             text = turn.get("text", "").strip()
             caption = (turn.get("blip_caption") or "").strip()
-            if caption:  # as kgapp.graph.documents renders a shared photo
+            if caption:  # as kgapp.graph.documents.conversations renders a shared photo
                 text = f"{text} [shared a photo: {caption}]".strip()
             turns.append(f"[{date}] {turn['speaker']}: {text}")
     observations = [

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from kgapp.celery import app as celery_app
-from kgapp.graph.documents import parse_document
+from kgapp.graph.documents.parse import parse_document
 from kgapp.graph.ingest.service import document_submit
 from kgapp.graph.records import parse_record_id, to_json
 from kgapp.tasks import ingest

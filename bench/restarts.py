@@ -28,7 +28,7 @@ import pytest
 from bench.faults import EPISODES, conversation, extraction, stop
 from bench.live_feed import Redis, Surreal
 from kgapp.celery import app as celery_app
-from kgapp.graph.documents import parse_document
+from kgapp.graph.documents.parse import parse_document
 from kgapp.graph.errors import GraphUnavailable
 from kgapp.graph.ingest.service import document_submit
 from kgapp.graph.records import parse_record_id

@@ -19,7 +19,7 @@ from django.test import override_settings
 
 from kgapp.celery import app as celery_app
 from kgapp.graph import jobs
-from kgapp.graph.documents import parse_document
+from kgapp.graph.documents.parse import parse_document
 from kgapp.graph.ingest.service import document_submit
 from kgapp.graph.records import parse_record_id, to_json
 from kgapp.settings.base import celery_broker

@@ -15,7 +15,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from kgapp.graph.documents import Message, markdown_headings
+from kgapp.graph.documents.messages import Message
+from kgapp.graph.documents.text import markdown_headings
 
 MIN_MAX_TOKENS = 50
 

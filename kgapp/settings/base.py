@@ -273,7 +273,7 @@ FILE_UPLOAD_MAX_MEMORY_SIZE = UPLOAD_MAX_BYTES + 1024 * 1024
 # Any HTTP request body, checked before Django reads it (kgapp/web/request_size.py).
 REQUEST_MAX_BYTES = env.integer("KG_REQUEST_MAX_BYTES", 5 * UPLOAD_MAX_BYTES)
 # An uploaded PDF is read by the worker, in a child process, within these limits
-# (kgapp/graph/pdf.py); past one, its job fails saying which.
+# (kgapp/graph/documents/pdf.py); past one, its job fails saying which.
 PDF_MAX_SECONDS = env.number("KG_PDF_MAX_SECONDS", 120.0)
 PDF_MAX_PAGES = env.integer("KG_PDF_MAX_PAGES", 2000)
 PDF_MAX_STREAM_BYTES = env.integer("KG_PDF_MAX_STREAM_BYTES", 20 * 1024 * 1024)  # decompressed

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from kgapp.graph.chunking import Chunk, chunk_text, count_tokens, group_messages
-from kgapp.graph.documents import Message, parse_document
+from kgapp.graph.documents.messages import Message
+from kgapp.graph.documents.parse import parse_document
 
 LOCOMO = Path(__file__).resolve().parents[1] / "data" / "locomo_like.json"
 

@@ -13,16 +13,11 @@ from typing import Any
 import pypdf
 import pytest
 
-from kgapp.graph.documents import (
-    SUPPORTED_EXTENSIONS,
-    DocumentError,
-    Message,
-    format_messages,
-    markdown_headings,
-    parse_document,
-    parse_message_lines,
-)
-from kgapp.graph.pdf import PdfLimits, pdf_text
+from kgapp.graph.documents.errors import DocumentError
+from kgapp.graph.documents.messages import Message, format_messages, parse_message_lines
+from kgapp.graph.documents.parse import SUPPORTED_EXTENSIONS, parse_document
+from kgapp.graph.documents.pdf import PdfLimits, pdf_text
+from kgapp.graph.documents.text import markdown_headings
 
 LOCOMO = Path(__file__).resolve().parents[1] / "data" / "locomo_like.json"
 LIMIT = 1_000_000

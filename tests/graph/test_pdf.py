@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from kgapp.graph.documents import DocumentError
-from kgapp.graph.pdf import PdfLimits, pdf_text
+from kgapp.graph.documents.errors import DocumentError
+from kgapp.graph.documents.pdf import PdfLimits, pdf_text
 from tests.pdf_files import bomb, pdf_of, text_stream
 
 

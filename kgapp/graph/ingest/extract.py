@@ -8,7 +8,7 @@ import math
 from dataclasses import dataclass, field
 from typing import cast
 
-from kgapp.graph.documents import parse_message_lines
+from kgapp.graph.documents.messages import parse_message_lines
 from kgapp.graph.embeddings import EmbeddingError
 from kgapp.graph.ingest.model import (
     EntityDraft,

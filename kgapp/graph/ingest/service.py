@@ -14,12 +14,10 @@ from surrealdb.data.types.record_id import RecordID
 
 from kgapp.graph import jobs, queries
 from kgapp.graph.chunking import chunk_text, group_messages
-from kgapp.graph.documents import (
-    DocumentError,
-    Message,
-    ParsedDocument,
-    format_messages,
-)
+from kgapp.graph.documents.errors import DocumentError
+from kgapp.graph.documents.messages import Message, format_messages
+from kgapp.graph.documents.pdf import PdfLimits, pdf_text
+from kgapp.graph.documents.upload import ParsedDocument
 from kgapp.graph.embeddings import Embedder
 from kgapp.graph.errors import GraphError, NotFound, UniqueViolation, WriteConflict
 from kgapp.graph.ingest.extract import drafts_from
@@ -34,7 +32,6 @@ from kgapp.graph.ingest.pipeline import (
 from kgapp.graph.ingest.prepare import episode_record, saga_record
 from kgapp.graph.llm.client import LLMClient
 from kgapp.graph.llm.prompts.extract import ExtractedEntity, ExtractedFact, Extraction
-from kgapp.graph.pdf import PdfLimits, pdf_text
 from kgapp.graph.records import record_key, to_json
 from kgapp.graph.store import TenantStore
 from kgapp.graph.text import content_hash

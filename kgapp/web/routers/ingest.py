@@ -14,7 +14,9 @@ from pydantic import Field
 
 from kgapp import tasks
 from kgapp.graph import ontology
-from kgapp.graph.documents import DocumentError, parse_document, parse_message_lines
+from kgapp.graph.documents.errors import DocumentError
+from kgapp.graph.documents.messages import parse_message_lines
+from kgapp.graph.documents.parse import parse_document
 from kgapp.graph.ingest import service
 from kgapp.graph.ingest.model import EpisodeInput
 from kgapp.graph.records import parse_record_id, to_json

@@ -1,4 +1,5 @@
-"""The text of an uploaded PDF, read in a child process under limits.
+"""PDF uploads: checked for a header when uploaded, read by the worker later, in a
+child process under limits.
 
 A small PDF can hold streams that inflate a thousandfold, millions of pages, or text
 operators that take minutes to lay out. Reading one inside the process that serves
@@ -7,8 +8,8 @@ under a wall-clock timeout, a CPU-time and an address-space limit, with pypdf's
 decompression capped per stream, and stops at a page count and a text length. Going
 past any limit is a DocumentError (422) saying which, and the child is gone.
 
-Run as `python -m kgapp.graph.pdf LIMITS_JSON` with the PDF on stdin, the child
-writes one JSON object to stdout: {"text": ...} or {"error": ...}.
+Run as `python -m kgapp.graph.documents.pdf LIMITS_JSON` with the PDF on stdin, the
+child writes one JSON object to stdout: {"text": ...} or {"error": ...}.
 """
 
 from __future__ import annotations
@@ -25,9 +26,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from kgapp.graph.documents import DocumentError
+from kgapp.graph.documents.errors import DocumentError
+from kgapp.graph.documents.upload import ParsedDocument, Upload
 
-MODULE = "kgapp.graph.pdf"
+MODULE = "kgapp.graph.documents.pdf"
 # Control characters that some PDF fonts map glyphs to; they are not text.
 _PDF_JUNK = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 # The directory that holds the `kgapp` package, for the child's imports.
@@ -43,6 +45,17 @@ class PdfLimits:
     stream_bytes: int = 20 * 1024 * 1024  # one stream, decompressed
     text_chars: int = 5_000_000
     memory_bytes: int = 1024 * 1024 * 1024  # the child's address space
+
+
+def parse_pdf(upload: Upload) -> ParsedDocument:
+    """Only a look at the header: reading a PDF can take minutes and gigabytes (a PDF
+    bomb), so the worker reads it later, under limits (`pdf_text`)."""
+    # The header may follow a little junk; readers accept it within the first 1 KB.
+    if b"%PDF-" not in upload.data[:1024]:
+        raise DocumentError(
+            422, f"{upload.name}: could not read this PDF: it does not start with a PDF header."
+        )
+    return ParsedDocument(kind="pdf", text="", messages=(), title=upload.stem, mime=upload.mime)
 
 
 async def pdf_text(file_name: str, data: bytes, limits: PdfLimits) -> str:
