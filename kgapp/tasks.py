@@ -19,7 +19,8 @@ from celery import shared_task
 from django.conf import settings
 from kombu.exceptions import OperationalError
 
-from kgapp.graph import communities, curation, jobs
+from kgapp.graph import communities, jobs
+from kgapp.graph.curation import duplicates
 from kgapp.graph.errors import GraphError, GraphUnavailable
 from kgapp.graph.ingest.service import ingest_run
 from kgapp.graph.records import parse_record_id, to_json
@@ -129,7 +130,7 @@ def decay_retrieval_counts() -> int:
 def generate_dedup_candidates() -> dict[str, int]:
     """Periodic (beat): queue possible duplicate entities of every tenant for review."""
     return {
-        tenant.slug: tenant_graph(tenant).run(curation.generate_candidates)
+        tenant.slug: tenant_graph(tenant).run(duplicates.generate_candidates)
         for tenant in Tenant.objects.all()
     }
 

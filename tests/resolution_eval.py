@@ -21,7 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kgapp.graph import curation, queries
+from kgapp.graph import queries
+from kgapp.graph.curation.duplicates import generate_candidates
 from kgapp.graph.embeddings import Embedder
 from kgapp.graph.ingest.extract import drafts_from
 from kgapp.graph.ingest.model import EpisodeInput, EpisodeWork
@@ -110,7 +111,7 @@ async def evaluate(
     seconds = [(p["b"]["name"], p["b"]["type"]) for p in pairs]
     await ingest_names(store, firsts, embedder=embedder, llm=llm)
     await ingest_names(store, seconds, embedder=embedder, llm=llm)
-    await curation.generate_candidates(store)
+    await generate_candidates(store)
     outcome = Outcome(pairs=pairs)
     pending = {
         frozenset((record_key(r["a"]), record_key(r["b"])))

@@ -17,7 +17,7 @@ from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
-from kgapp.graph import curation
+from kgapp.graph.curation import corrections, duplicates, merge, pages, undo
 from kgapp.graph.errors import GraphError, InvalidRecordId, NotFound
 from kgapp.graph.records import parse_record_id, to_json
 from kgapp.graph.search import history, reads
@@ -103,13 +103,13 @@ def facts(request: HttpRequest, slug: str) -> HttpResponse:
     filters = {
         "q": get.get("q") or None,
         "relation": get.get("relation") or None,
-        "state": get.get("state") if get.get("state") in curation.FACT_STATES else None,
+        "state": get.get("state") if get.get("state") in pages.FACT_STATES else None,
         "entity": entity,
         "valid_from": parse_when(get.get("valid_from")),
         "valid_to": parse_when(get.get("valid_to")),
         "known_at": parse_when(get.get("known_at")),
     }
-    rows = graph.run(curation.facts_page, **filters, limit=PAGE + 1, offset=offset)
+    rows = graph.run(pages.facts_page, **filters, limit=PAGE + 1, offset=offset)
     query = get.copy()
     query.pop("offset", None)
     return _page(
@@ -118,8 +118,8 @@ def facts(request: HttpRequest, slug: str) -> HttpResponse:
         "facts.html",
         title=f"Facts of {access.tenant.name}",
         facts=to_json(rows[:PAGE]),
-        relations=graph.run(curation.relations),
-        states=curation.FACT_STATES,
+        relations=graph.run(pages.relations),
+        states=pages.FACT_STATES,
         filters={
             k: get.get(k, "")
             for k in ("q", "relation", "state", "entity", "valid_from", "valid_to", "known_at")
@@ -137,7 +137,7 @@ def fact(request: HttpRequest, slug: str, fact_id: str) -> HttpResponse:
     record = _record(fact_id, "relates_to")
     row = _run(access, reads.fact_get, record)
     chain = graph.run(history.fact_history, record)
-    episodes = graph.run(curation.episodes_of, list(row.get("episodes") or []))
+    episodes = graph.run(pages.episodes_of, list(row.get("episodes") or []))
     return _page(
         request,
         access,
@@ -165,7 +165,7 @@ def fact_act(request: HttpRequest, slug: str, fact_id: str) -> HttpResponse:
                 return HttpResponseRedirect(request.path.rsplit("act/", 1)[0])
             _run(
                 access,
-                curation.invalidate_fact,
+                corrections.invalidate_fact,
                 record,
                 ended_at=ended,
                 actor=_actor(request),
@@ -177,7 +177,7 @@ def fact_act(request: HttpRequest, slug: str, fact_id: str) -> HttpResponse:
             vector = embedder().embed([text])[0] if text else None
             _run(
                 access,
-                curation.correct_fact,
+                corrections.correct_fact,
                 record,
                 text=text,
                 valid_at=parse_when(post.get("valid_at")),
@@ -220,7 +220,7 @@ def _timeline(row: dict[str, Any]) -> dict[str, Any]:
 
 def entity(request: HttpRequest, slug: str, entity_id: str) -> HttpResponse:
     access = _access(request, slug)
-    page = _run(access, curation.entity_page, _record(entity_id, "entity"))
+    page = _run(access, pages.entity_page, _record(entity_id, "entity"))
     return _page(request, access, "entity.html", title=page["entity"]["name"], **to_json(page))
 
 
@@ -229,7 +229,7 @@ def dedup(request: HttpRequest, slug: str) -> HttpResponse:
     status = request.GET.get("status", "pending")
     if status not in ("pending", "deferred", "rejected", "merged"):
         status = "pending"
-    rows = tenant_graph(access.tenant).run(curation.candidates, status=status, limit=PAGE)
+    rows = tenant_graph(access.tenant).run(duplicates.candidates, status=status, limit=PAGE)
     return _page(
         request,
         access,
@@ -253,13 +253,13 @@ def dedup_act(request: HttpRequest, slug: str) -> HttpResponse:
         candidate = _record(value, "dedup_candidate")
         try:
             if action in ("merge_a", "merge_b"):
-                row = graph.run(curation.candidate_get, candidate)
+                row = graph.run(duplicates.candidate_get, candidate)
                 keep, drop = (row["a"], row["b"]) if action == "merge_a" else (row["b"], row["a"])
-                graph.run(curation.merge_entities, keep, drop, actor=_actor(request))
+                graph.run(merge.merge_entities, keep, drop, actor=_actor(request))
             elif action in ("reject", "defer"):
                 status = "rejected" if action == "reject" else "deferred"
                 graph.run(
-                    curation.decide_candidate, candidate, status=status, actor=_actor(request)
+                    duplicates.decide_candidate, candidate, status=status, actor=_actor(request)
                 )
             else:
                 messages.error(request, "Choose merge, reject or defer.")
@@ -275,7 +275,7 @@ def dedup_act(request: HttpRequest, slug: str) -> HttpResponse:
 @require_POST
 def dedup_generate(request: HttpRequest, slug: str) -> HttpResponse:
     access = _access(request, slug)
-    found = tenant_graph(access.tenant).run(curation.generate_candidates)
+    found = tenant_graph(access.tenant).run(duplicates.generate_candidates)
     messages.success(request, f"{found} new candidate pair(s) queued for review.")
     return HttpResponseRedirect(reverse("admin:graph-dedup", args=[slug]))
 
@@ -285,7 +285,7 @@ def audit(request: HttpRequest, slug: str) -> HttpResponse:
     action = request.GET.get("action") or None
     actor = request.GET.get("actor") or None
     rows = tenant_graph(access.tenant).run(
-        curation.audit_page, action=action, actor=actor, limit=PAGE
+        pages.audit_page, action=action, actor=actor, limit=PAGE
     )
     return _page(
         request,
@@ -300,7 +300,7 @@ def audit(request: HttpRequest, slug: str) -> HttpResponse:
 
 def audit_entry(request: HttpRequest, slug: str, entry_id: str) -> HttpResponse:
     access = _access(request, slug)
-    row = _run(access, curation.audit_get, _record(entry_id, "audit"))
+    row = _run(access, pages.audit_get, _record(entry_id, "audit"))
     return _page(request, access, "audit_entry.html", title=f"Audit {entry_id}", entry=to_json(row))
 
 
@@ -308,7 +308,7 @@ def audit_entry(request: HttpRequest, slug: str, entry_id: str) -> HttpResponse:
 def audit_undo(request: HttpRequest, slug: str, entry_id: str) -> HttpResponse:
     access = _access(request, slug)
     try:
-        _run(access, curation.undo, _record(entry_id, "audit"), actor=_actor(request))
+        _run(access, undo.undo, _record(entry_id, "audit"), actor=_actor(request))
         messages.success(request, "The merge was undone.")
     except GraphError as error:
         messages.error(request, str(error))

@@ -9,7 +9,13 @@ from pathlib import Path
 import pytest
 from surrealdb.data.types.record_id import RecordID
 
-from kgapp.graph import curation, jobs, queries, schema
+from kgapp.graph import jobs, queries, schema
+from kgapp.graph.curation.common import CurationRefused
+from kgapp.graph.curation.corrections import correct_fact, invalidate_fact
+from kgapp.graph.curation.duplicates import candidates, decide_candidate, generate_candidates
+from kgapp.graph.curation.export import export_graph
+from kgapp.graph.curation.merge import merge_entities
+from kgapp.graph.curation.undo import undo
 from kgapp.graph.embeddings import local_embedder
 from kgapp.graph.ingest.model import EpisodeInput
 from kgapp.graph.ingest.pipeline import ingest_job
@@ -74,10 +80,10 @@ def facts_by_text(export) -> dict[str, dict]:
 
 async def test_merge_moves_everything_and_undo_restores_the_exact_graph(raw_namespace) -> None:
     store = await duplicate_graph(raw_namespace)
-    original = await curation.export_graph(store)
+    original = await export_graph(store)
 
-    entry = await curation.merge_entities(store, E("kath"), E("kate"), actor="carol", reason="same person")
-    merged = await curation.export_graph(store)
+    entry = await merge_entities(store, E("kath"), E("kate"), actor="carol", reason="same person")
+    merged = await export_graph(store)
     assert entry["action"] == "merge" and entry["actor"] == "carol"
 
     # No fact lost; none touches Kate any more.
@@ -102,19 +108,19 @@ async def test_merge_moves_everything_and_undo_restores_the_exact_graph(raw_name
     assert record_key(entities["entity:kate"]["merged_into"]) == "entity:kath"
     assert entities["entity:kath"]["degree"] == 2  # Acme (folded) and Lisbon: current facts
 
-    await curation.undo(store, entry["id"], actor="carol")
-    assert await curation.export_graph(store) == original
-    with pytest.raises(curation.CurationRefused, match="undone already"):
-        await curation.undo(store, entry["id"], actor="carol")
+    await undo(store, entry["id"], actor="carol")
+    assert await export_graph(store) == original
+    with pytest.raises(CurationRefused, match="undone already"):
+        await undo(store, entry["id"], actor="carol")
 
 
 async def test_merges_that_cannot_be_done_are_refused(raw_namespace) -> None:
     store = await duplicate_graph(raw_namespace)
-    with pytest.raises(curation.CurationRefused, match="itself"):
-        await curation.merge_entities(store, E("kate"), E("kate"), actor="c")
-    await curation.merge_entities(store, E("kath"), E("kate"), actor="c")
-    with pytest.raises(curation.CurationRefused, match="already merged into entity:kath"):
-        await curation.merge_entities(store, E("acme"), E("kate"), actor="c")
+    with pytest.raises(CurationRefused, match="itself"):
+        await merge_entities(store, E("kate"), E("kate"), actor="c")
+    await merge_entities(store, E("kath"), E("kate"), actor="c")
+    with pytest.raises(CurationRefused, match="already merged into entity:kath"):
+        await merge_entities(store, E("acme"), E("kate"), actor="c")
 
 
 async def test_merge_while_ingesting_loses_and_orphans_nothing(raw_namespace) -> None:
@@ -131,8 +137,8 @@ async def test_merge_while_ingesting_loses_and_orphans_nothing(raw_namespace) ->
                 embedder=local_embedder(), llm=None)
             assert report.failures == []
 
-    await asyncio.gather(ingest(), curation.merge_entities(store, E("kath"), E("kate"), actor="c"))
-    export = await curation.export_graph(store)
+    await asyncio.gather(ingest(), merge_entities(store, E("kath"), E("kate"), actor="c"))
+    export = await export_graph(store)
     merged_away = {record_key(e["id"]) for e in export["entity"] if e.get("merged_into")}
     assert merged_away == {"entity:kate"}
     orphans = [f["fact"] for f in export["relates_to"]
@@ -148,8 +154,8 @@ async def test_candidates_come_once_per_pair_and_a_rejection_sticks(raw_namespac
     for key, name in (("kath", "Katherine Smith"), ("kate", "Kate Smith"), ("acme", "Acme Corp"),
                       ("lisbon", "Lisbon"), ("porto", "Porto")):
         await store.query("UPDATE $id SET name_embedding = $v", {"id": E(key), "v": embedder.embed([name])[0]})
-    assert await curation.generate_candidates(store) >= 1
-    queued = await curation.candidates(store)
+    assert await generate_candidates(store) >= 1
+    queued = await candidates(store)
     pairs = {frozenset((record_key(c["a"]), record_key(c["b"]))): c for c in queued}
     smiths = pairs[frozenset(("entity:kath", "entity:kate"))]
     assert smiths["method"] == "embedding_band" or smiths["method"].startswith("name_")
@@ -159,17 +165,17 @@ async def test_candidates_come_once_per_pair_and_a_rejection_sticks(raw_namespac
     assert "Kate Smith lives in Lisbon." in smiths[f"{kate_side}_facts"]
     # A person and an organisation are never paired; nothing is proposed twice.
     assert not [p for p in pairs if "entity:acme" in p and p & {"entity:kath", "entity:kate"}]
-    assert await curation.generate_candidates(store) == 0
+    assert await generate_candidates(store) == 0
     # Deferred: out of the pending queue, listed as deferred, decided later.
-    later = await curation.decide_candidate(store, smiths["id"], status="deferred", actor="carol")
+    later = await decide_candidate(store, smiths["id"], status="deferred", actor="carol")
     assert later["action"] == "candidate_deferred"
-    assert smiths["id"] not in [c["id"] for c in await curation.candidates(store)]
-    assert [c["id"] for c in await curation.candidates(store, status="deferred")] == [smiths["id"]]
-    entry = await curation.decide_candidate(store, smiths["id"], status="rejected", actor="carol")
+    assert smiths["id"] not in [c["id"] for c in await candidates(store)]
+    assert [c["id"] for c in await candidates(store, status="deferred")] == [smiths["id"]]
+    entry = await decide_candidate(store, smiths["id"], status="rejected", actor="carol")
     assert entry["action"] == "candidate_rejected"
-    assert await curation.generate_candidates(store) == 0  # never proposed again
-    assert smiths["id"] not in [c["id"] for c in await curation.candidates(store)]
-    rejected = await curation.candidates(store, status="rejected")
+    assert await generate_candidates(store) == 0  # never proposed again
+    assert smiths["id"] not in [c["id"] for c in await candidates(store)]
+    rejected = await candidates(store, status="rejected")
     assert [c["id"] for c in rejected] == [smiths["id"]]
 
 
@@ -180,28 +186,28 @@ async def test_invalidating_and_correcting_facts_keep_their_history(raw_namespac
 
     store = await duplicate_graph(raw_namespace)
     lisbon = RecordID("relates_to", "kate_lisbon")
-    entry = await curation.invalidate_fact(store, lisbon, ended_at=at(6), actor="carol",
-                                           reason="moved away")
+    entry = await invalidate_fact(store, lisbon, ended_at=at(6), actor="carol",
+                                  reason="moved away")
     assert entry["action"] == "invalidate" and entry["reason"] == "moved away"
     now = [f["fact"] for f in await entity_facts(store, E("kate"), Moment.of())]
     assert "Kate Smith lives in Lisbon." not in now
     in_may = [f["fact"] for f in await entity_facts(store, E("kate"), Moment.of(as_of=at(5)))]
     assert "Kate Smith lives in Lisbon." in in_may
-    with pytest.raises(curation.CurationRefused, match="already retired"):
-        await curation.invalidate_fact(store, lisbon, ended_at=at(7), actor="carol")
+    with pytest.raises(CurationRefused, match="already retired"):
+        await invalidate_fact(store, lisbon, ended_at=at(7), actor="carol")
 
     acme = RecordID("relates_to", "kate_acme")
-    await curation.correct_fact(store, acme, text="Kate Smith works at Acme Corp as CTO.",
-                                valid_at=at(2), embedding=None, actor="carol")
+    await correct_fact(store, acme, text="Kate Smith works at Acme Corp as CTO.",
+                       valid_at=at(2), embedding=None, actor="carol")
     current = {f["fact"]: f for f in await entity_facts(store, E("kate"), Moment.of())}
     corrected = current["Kate Smith works at Acme Corp as CTO."]
     assert "Smith works at Acme Corp." not in current
     chain = await fact_history(store, corrected["id"])
     assert [record_key(f["id"]) for f in chain] == ["relates_to:kate_acme", record_key(corrected["id"])]
-    with pytest.raises(curation.CurationRefused, match="needs a text"):
-        await curation.correct_fact(store, corrected["id"], text="  ", valid_at=None,
-                                    embedding=None, actor="carol")
+    with pytest.raises(CurationRefused, match="needs a text"):
+        await correct_fact(store, corrected["id"], text="  ", valid_at=None,
+                           embedding=None, actor="carol")
     # Nothing was deleted: both originals are still there, retired.
-    export = await curation.export_graph(store)
+    export = await export_graph(store)
     retired = {record_key(f["id"]) for f in export["relates_to"] if f.get("expired_at")}
     assert {"relates_to:kate_lisbon", "relates_to:kate_acme"} <= retired

@@ -9,7 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from kgapp.graph import curation, names, schema
+from kgapp.graph import names, schema
+from kgapp.graph.curation.common import CurationRefused
+from kgapp.graph.curation.pages import audit_get, audit_page
+from kgapp.graph.curation.undo import undo
 from kgapp.graph.embeddings import local_embedder
 from kgapp.graph.ingest.service import fact_add
 from kgapp.graph.records import to_json
@@ -81,8 +84,8 @@ async def test_an_automatic_merge_is_recorded_and_undone(graph) -> None:
 
     await add("Erin Cole", "Initech LLC")
     frank = await add("Frank Diaz", "Initech")
-    [entry] = await curation.audit_page(graph, action="auto_merge", actor=None, limit=10)
-    merge = await curation.audit_get(graph, entry["id"])
+    [entry] = await audit_page(graph, action="auto_merge", actor=None, limit=10)
+    merge = await audit_get(graph, entry["id"])
     assert merge["actor"] == "resolution"
     assert merge["after"]["rule"] == "same_name" and merge["after"]["name"] == "Initech"
     assert merge["after"]["survivor_name"] == "Initech LLC"
@@ -91,7 +94,7 @@ async def test_an_automatic_merge_is_recorded_and_undone(graph) -> None:
         "SELECT in.name AS who, out.name AS company FROM relates_to ORDER BY who")
     assert [t["company"] for t in targets] == ["Initech LLC", "Initech LLC"]
 
-    await curation.undo(graph, entry["id"], actor="carol")
+    await undo(graph, entry["id"], actor="carol")
     rows = to_json(await graph.query_one(
         "SELECT in.name AS who, out.name AS company, out.merged_into AS merged FROM relates_to "
         "ORDER BY who"))
@@ -101,15 +104,15 @@ async def test_an_automatic_merge_is_recorded_and_undone(graph) -> None:
     rejected = to_json(await graph.query_one(
         "SELECT a.name AS a, b.name AS b, status FROM dedup_candidate"))
     assert rejected == [{"a": "Initech", "b": "Initech LLC", "status": "rejected"}]
-    assert (await curation.audit_get(graph, entry["id"]))["undone_by"] is not None
+    assert (await audit_get(graph, entry["id"]))["undone_by"] is not None
     # The name stands alone from now on: a later mention goes to it, not merged again.
     await add("Gina Park", "Initech")
-    assert len(await curation.audit_page(graph, action="auto_merge", actor=None, limit=10)) == 1
+    assert len(await audit_page(graph, action="auto_merge", actor=None, limit=10)) == 1
     gina = await graph.query_one(
         "SELECT VALUE out.name FROM relates_to WHERE in.name = 'Gina Park'")
     assert gina == ["Initech"]
-    with pytest.raises(curation.CurationRefused):
-        await curation.undo(graph, entry["id"], actor="carol")
+    with pytest.raises(CurationRefused):
+        await undo(graph, entry["id"], actor="carol")
 
 
 async def test_concurrent_posts_of_facts_about_the_same_entities_all_land(graph) -> None:

@@ -9,7 +9,8 @@ import json
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from kgapp.graph import curation, live
+from kgapp.graph import live
+from kgapp.graph.curation.merge import merge_entities
 from kgapp.graph.records import parse_record_id
 from tenants.graph import tenant_graph
 from tenants.models import Role
@@ -84,7 +85,7 @@ def test_deletes_merges_and_recreations_reach_search(
     assert {"Quillton", "Quill Town"} <= set(listed), listed
     burst_of_job_changes(client, base, 12)
     tenant_graph(tenant).run(
-        curation.merge_entities,
+        merge_entities,
         parse_record_id(listed["Quillton"], "entity"),
         parse_record_id(listed["Quill Town"], "entity"),
         actor="test",

@@ -1,0 +1,102 @@
+"""Possible duplicate entities for a curator to review: pairs generated from the names
+(their vectors and their spelling), then merged, rejected (never proposed again) or
+deferred. Merging one is kgapp/graph/curation/merge.py."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from surrealdb.data.types.record_id import RecordID
+
+from kgapp.graph import names, queries
+from kgapp.graph.curation.common import CurationRefused, audit_of, record_of
+from kgapp.graph.index import entity_index
+from kgapp.graph.ontology import types_compatible
+from kgapp.graph.records import record_key
+from kgapp.graph.store import TenantStore
+
+
+async def decide_candidate(
+    store: TenantStore, candidate: RecordID, *, status: str, actor: str
+) -> dict[str, Any]:
+    """Reject (never proposed again for that pair) or defer a candidate pair."""
+    if status not in ("rejected", "deferred", "pending"):
+        raise CurationRefused(f"a candidate can be rejected, deferred or pending, not {status!r}")
+    row = await candidate_get(store, candidate)
+    batch = queries.Batch()
+    batch.add(queries.CANDIDATE_DECIDE, id=candidate, status=status, actor=actor)
+    batch.add(
+        queries.AUDIT_CREATE,
+        actor=actor,
+        action=f"candidate_{status}",
+        target=candidate,
+        before=row,
+        after={"status": status},
+        reason=None,
+    )
+    return audit_of(await store.transaction(batch.sql, batch.params))
+
+
+# Pairs proposed for review: cosine of the name vectors in [EMBEDDING_BAND, 1), or names
+# that resemble each other (kgapp/graph/names.py) among each entity's nearest;
+# never a pair whose names differ in what distinguishes two things (a number, a qualifier).
+EMBEDDING_BAND = 0.70
+NEIGHBOURS = 10
+
+
+async def generate_candidates(
+    store: TenantStore, *, band: float = EMBEDDING_BAND, most: int = 1000
+) -> int:
+    """Queue pairs of current entities that may be one (never a pair seen before,
+    whatever was decided about it); returns how many were queued."""
+    index = await entity_index(store)
+    with index.lock:
+        size = len(index.keys)
+        usable = np.flatnonzero(index.alive.data[:size] & index.has_vector.data[:size])
+        vectors = index.vectors.data[usable]
+        rows = [index.rows[int(i)] for i in usable]
+    known = {
+        frozenset((record_key(r["a"]), record_key(r["b"])))
+        for r in await store.query_one(queries.CANDIDATE_PAIRS) or []
+    }
+    found: dict[frozenset[str], tuple[float, str, Any, Any]] = {}
+    for start in range(0, len(rows), 512):
+        block = vectors[start : start + 512] @ vectors.T
+        for offset, scores in enumerate(block):
+            i = start + offset
+            for j in np.argsort(-scores)[: NEIGHBOURS + 1]:
+                a, b = rows[i], rows[j]
+                if j <= i or not types_compatible(a["entity_type"], b["entity_type"]):
+                    continue
+                pair = frozenset((record_key(a["id"]), record_key(b["id"])))
+                if pair in known or pair in found:
+                    continue
+                evidence = names.compare(a["name"], a["entity_type"], b["name"], b["entity_type"])
+                cosine = float(scores[j])
+                if evidence.verdict == "blocked":
+                    continue
+                if cosine >= band:
+                    found[pair] = (cosine, "embedding_band", a["id"], b["id"])
+                elif evidence.verdict in ("same", "similar"):
+                    found[pair] = (evidence.score, f"name_{evidence.rule}", a["id"], b["id"])
+    best = sorted(found.values(), key=lambda item: -item[0])[:most]
+    batch = queries.Batch()
+    for score, method, a, b in best:
+        batch.add(queries.CANDIDATE_ADD, a=a, b=b, score=round(score, 4), method=method)
+    if best:
+        await store.transaction(batch.sql, batch.params)
+    return len(best)
+
+
+async def candidate_get(store: TenantStore, candidate: RecordID) -> dict[str, Any]:
+    return await record_of(store, candidate, "dedup_candidate", "dedup candidate")
+
+
+async def candidates(
+    store: TenantStore, *, status: str = "pending", limit: int = 50, offset: int = 0
+) -> list[dict[str, Any]]:
+    rows = await store.query_one(
+        queries.CANDIDATE_LIST, {"status": status, "limit": limit, "offset": offset}
+    )
+    return list(rows or [])

@@ -1,0 +1,18 @@
+"""A whole tenant's graph, table by table: for comparing before and after (tests), and
+for exports."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kgapp.graph import queries
+from kgapp.graph.store import TenantStore
+
+
+async def export_graph(store: TenantStore) -> dict[str, list[dict[str, Any]]]:
+    """Every record of the graph tables, by table, in id order."""
+    results = await store.query(queries.GRAPH_EXPORT)
+    return {
+        table: list(rows or [])
+        for table, rows in zip(queries.GRAPH_EXPORT_TABLES, results, strict=True)
+    }
