@@ -3,11 +3,25 @@
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from ninja import Schema
-from pydantic import AfterValidator, BeforeValidator, Field
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PlainSerializer,
+    WithJsonSchema,
+    model_validator,
+)
+
+from kgapp.graph.jobs import JOB_STATUSES
+from kgapp.graph.records import to_json
+from kgapp.graph.search.recipes import RECIPES
+from kgapp.graph.time import Moment, in_utc
 
 RoleName = Literal["viewer", "editor", "curator", "owner"]
 
@@ -15,6 +29,15 @@ RoleName = Literal["viewer", "editor", "curator", "owner"]
 # store's START takes a 64-bit integer, and no tenant holds this many rows).
 MAX_OFFSET = 100_000_000
 Offset = Annotated[int, Field(ge=0, le=MAX_OFFSET, description="rows to skip")]
+
+
+
+class Page(Schema):
+    """One page of a list: `limit` rows after skipping `offset`."""
+
+    limit: int = Field(default=50, ge=1, le=500)
+    offset: Offset = 0
+
 
 # --- moments ------------------------------------------------------------------------------
 # Every moment the API takes is stored as a UTC instant with microsecond precision, from
@@ -36,10 +59,8 @@ def _no_finer_than_microseconds(value: Any) -> Any:
 
 
 def _in_utc(value: datetime) -> datetime:
-    if value.tzinfo is None:
-        return value.replace(tzinfo=UTC)
     try:
-        return value.astimezone(UTC)
+        return in_utc(value)
     except OverflowError:
         raise ValueError(f"in UTC this moment falls outside {MOMENT_RANGE}") from None
 
@@ -48,6 +69,15 @@ Instant = Annotated[
     datetime, BeforeValidator(_no_finer_than_microseconds), AfterValidator(_in_utc)
 ]
 """A moment given to the API: an ISO 8601 date-time, in UTC once read (no offset: UTC)."""
+
+Stamp = Annotated[
+    datetime,
+    AfterValidator(_in_utc),
+    PlainSerializer(to_json, return_type=str),
+    WithJsonSchema({"type": "string", "format": "date-time"}),
+]
+"""A moment the API answers with: ISO 8601 in UTC ("Z"), to the microsecond (what is
+stored, so that it can be sent back as `known_at` and match)."""
 
 
 class ErrorOut(Schema):
@@ -72,7 +102,7 @@ class TenantOut(Schema):
     namespace: str
     schema_version: int
     embedding_dim: int
-    created_at: datetime
+    created_at: Stamp
 
 
 class TenantDetailOut(TenantOut):
@@ -95,7 +125,7 @@ class MemberOut(Schema):
     status: Literal["member", "invited"] = Field(
         description="invited: asked to join, not yet accepted (whether or not the username exists)"
     )
-    created_at: datetime
+    created_at: Stamp
 
 
 class InvitationOut(Schema):
@@ -104,7 +134,7 @@ class InvitationOut(Schema):
     tenant_name: str
     role: RoleName
     invited_by: str | None
-    created_at: datetime
+    created_at: Stamp
 
 
 class TokenIn(Schema):
@@ -115,9 +145,9 @@ class TokenOut(Schema):
     id: int
     name: str
     prefix: str
-    created_at: datetime
-    last_used_at: datetime | None
-    revoked_at: datetime | None
+    created_at: Stamp
+    last_used_at: Stamp | None
+    revoked_at: Stamp | None
 
 
 class TokenCreatedOut(TokenOut):
@@ -138,9 +168,13 @@ class JobOut(Schema):
     error: str | None = None
     document: str | None = None
     created_by: str | None = None
-    created_at: datetime | None = None
-    started_at: datetime | None = None
-    finished_at: datetime | None = None
+    created_at: Stamp | None = None
+    started_at: Stamp | None = None
+    finished_at: Stamp | None = None
+
+
+class JobFilter(Page):
+    status: str | None = Field(default=None, pattern="^(" + "|".join(JOB_STATUSES) + ")$")
 
 
 class JobQueuedOut(Schema):
@@ -161,6 +195,17 @@ class EpisodeIn(Schema):
     source_description: str = Field(default="", max_length=500)
     saga: str | None = Field(
         default=None, max_length=200, description="Group episodes (a conversation)."
+    )
+
+
+class EpisodeFilter(Page):
+    saga: str | None = Field(default=None, max_length=200)
+    document: str | None = None
+
+
+class DocumentFilter(Page):
+    status: str | None = Field(
+        default=None, pattern="^(pending|chunking|extracting|indexing|completed|failed)$"
     )
 
 
@@ -207,24 +252,323 @@ class OntologyIO(Schema):
     relation_types: list[RelationTypeIO] = Field(max_length=500)
 
 
-class FactOut(Schema):
+class GraphRecord(BaseModel):
+    """A graph record as the API answers with it: the named fields every such record has;
+    a record may carry more (a field added to the store shows up without a schema change),
+    and the answer keeps them."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+class FactCore(GraphRecord):
+    """A fact: `source` -relation-> `target`, valid over [valid_at, invalid_at) in the
+    world and known over [created_at, expired_at) in the graph."""
+
     id: str
     source: str
     target: str
     relation: str
     edge_type: str
     fact: str
-    episodes: list[str]
     confidence: float
-    valid_at: datetime
-    invalid_at: datetime | None = None
-    created_at: datetime
-    expired_at: datetime | None = None
+    valid_at: Stamp
+    invalid_at: Stamp | None = None
+    created_at: Stamp
+    expired_at: Stamp | None = None
     supersedes: str | None = None
     superseded_by: str | None = None
     revision_of: str | None = None
+
+
+class FactOut(FactCore):
+    episodes: list[str] = Field(description="the episodes that say it")
 
     @staticmethod
     def of(row: dict[str, Any]) -> dict[str, Any]:
         """A stored fact (JSON form) with its endpoints named source and target."""
         return {**row, "source": row["in"], "target": row["out"]}
+
+
+# --- retrieval requests --------------------------------------------------------------------
+
+RecipeName = Literal[tuple(RECIPES)]  # type: ignore[valid-type]
+
+
+class TimeIn(Schema):
+    as_of: Instant | None = Field(default=None, description="valid time; default now")
+    known_at: Instant | None = Field(default=None, description="system time; default now")
+    current_only: bool = Field(
+        default=False, description="valid now and not expired (the default without a moment)"
+    )
+
+    @model_validator(mode="after")
+    def _one_moment(self) -> TimeIn:
+        if self.current_only and (self.as_of or self.known_at):
+            raise ValueError("current_only means now: leave out as_of and known_at, or unset it")
+        return self
+
+    def moment(self) -> Moment:
+        return Moment.of(self.as_of, self.known_at)
+
+
+
+
+class SearchIn(TimeIn):
+    query: str = Field(min_length=1, max_length=2000)
+    recipe: RecipeName | None = Field(  # type: ignore[valid-type]
+        default=None, description="a named configuration; sets scopes, methods and reranker"
+    )
+    scopes: list[Literal["facts", "entities", "episodes", "communities"]] = Field(
+        default=["facts", "entities"], min_length=1
+    )
+    methods: list[Literal["bm25", "cosine", "bfs", "activation"]] = Field(
+        default=["bm25", "cosine"], min_length=1
+    )
+    reranker: Literal["rrf", "mmr", "node_distance", "episode_mentions", "cross_encoder"] = "rrf"
+    center_entity: str | None = None
+    limit: int = Field(default=10, ge=1, le=100)
+    min_score: float = Field(default=0.0, ge=0)
+    mmr_lambda: float = Field(default=0.5, ge=0, le=1)
+    entity_types: list[str] = Field(default_factory=list, max_length=50)
+    relations: list[str] = Field(default_factory=list, max_length=50)
+    edge_types: list[Literal["semantic", "temporal", "causal", "entity"]] = Field(
+        default_factory=list
+    )
+
+
+class Lookup(Schema):
+    q: str = Field(min_length=1, max_length=300)
+    limit: int = Field(default=10, ge=1, le=100)
+
+
+class EntityEpisodesPage(Page):
+    limit: int = Field(default=20, ge=1, le=100)
+
+
+class Neighbourhood(TimeIn):
+    depth: int = Field(default=1, ge=1, le=3)
+    limit: int = Field(default=200, ge=1, le=2000)
+
+
+class GraphIn(Schema):
+    as_of: Instant | None = None
+    known_at: Instant | None = None
+    seed: str | None = Field(default=None, description="an entity id to centre on")
+    depth: int = Field(default=2, ge=1, le=3, description="hops around the seed")
+    entity_types: list[str] = Field(default_factory=list, max_length=50)
+    limit: int = Field(default=200, ge=1, le=5000)
+
+
+class LayoutIn(Schema):
+    count: int = Field(ge=0, le=20000, description="how many nodes")
+    edges: list[tuple[int, int]] = Field(default_factory=list, max_length=100000)
+    aspect: float = Field(1.0, ge=0.1, le=10, description="width / height of the drawing area")
+
+    @model_validator(mode="after")
+    def _in_range(self) -> LayoutIn:
+        if any(not (0 <= a < self.count and 0 <= b < self.count) for a, b in self.edges):
+            raise ValueError("every edge joins two node numbers between 0 and count - 1")
+        return self
+
+
+class QueryIn(TimeIn):
+    query: str = Field(min_length=1, max_length=2000)
+    mode: Literal["local", "global", "hybrid", "naive", "mix"] = "hybrid"
+    top_k: int = Field(default=10, ge=1, le=100)
+    max_entity_tokens: int = Field(default=1500, ge=50, le=50_000)
+    max_relation_tokens: int = Field(default=2500, ge=50, le=50_000)
+    max_total_tokens: int = Field(default=6000, ge=100, le=200_000)
+    answer: bool = False
+
+
+class CommunitiesIn(Schema):
+    as_of: Instant | None = Field(default=None, description="a past detection; default current")
+    limit: int = Field(default=100, ge=1, le=1000)
+
+
+class RebuildIn(Schema):
+    as_of: Instant | None = Field(
+        default=None, description="detect for the graph as it was then (kept apart)"
+    )
+
+
+# --- graph records, as the API answers with them ------------------------------------------
+
+
+class RecordOut(GraphRecord):
+    id: str
+
+
+class FactView(FactOut):
+    """A fact as retrieval reads it: its endpoints' names and how often it was retrieved."""
+
+    source_name: str | None = None
+    target_name: str | None = None
+    retrieval_count: float = 0.0
+
+
+class EntityOut(RecordOut):
+    name: str
+    entity_type: str | None = None  # absent on a search hit found by activation alone
+    summary: str = ""
+    degree: int = 0
+    merged_into: str | None = None
+
+
+class EntityDetailOut(EntityOut):
+    canonical_name: str | None = None
+    aliases: list[str] = []
+    labels: list[str] = []
+    attributes: dict[str, Any] = {}
+    created_at: Stamp | None = None
+    first_seen_at: Stamp | None = None
+    last_seen_at: Stamp | None = None
+
+
+class EpisodeOut(RecordOut):
+    name: str = ""
+    content: str
+    source: str
+    source_description: str = ""
+    valid_at: Stamp
+    created_at: Stamp | None = None
+    content_hash: str | None = None
+    document: str | None = None
+    saga: str | None = None
+
+
+class DocumentOut(RecordOut):
+    file_name: str
+    title: str | None = None
+    kind: str
+    mime: str | None = None
+    size: int
+    status: str
+    chunk_count: int = 0
+    content_hash: str
+    job: str | None = None
+    uploaded_by: str | None = None
+    created_at: Stamp
+    updated_at: Stamp | None = None
+
+
+class RemovedOut(GraphRecord):
+    """What a deletion took away (facts that only the deleted episodes supported), and
+    the facts it brought back (ones the deleted episodes had superseded)."""
+
+    episodes_deleted: int = 0
+    facts_deleted: int = 0
+    facts_restored: int = 0
+    entities_deleted: int = 0
+
+
+class CommunityOut(RecordOut):
+    name: str
+    summary: str = ""
+    level: int = 0
+    member_count: int = 0
+    fact_count: int | None = None
+    resolution: float | None = None
+    as_of: Stamp | None = None
+    created_at: Stamp | None = None
+
+
+class CommunityMemberOut(RecordOut):
+    name: str
+    entity_type: str
+    degree: int = 0
+
+
+class CommunityDetailOut(CommunityOut):
+    fingerprint: str | None = None
+    updated_at: Stamp | None = None
+    members: list[CommunityMemberOut] = []
+
+
+# --- retrieval answers ---------------------------------------------------------------------
+
+
+class Scored(BaseModel):
+    score: float
+    found_by: list[str]
+
+
+class FactHitOut(FactView, Scored):
+    model_config = ConfigDict(extra="allow")
+
+
+class EntityHitOut(EntityOut, Scored):
+    model_config = ConfigDict(extra="allow")
+
+    activation: float | None = None
+
+
+class EpisodeHitOut(EpisodeOut, Scored):
+    model_config = ConfigDict(extra="allow")
+
+
+class CommunityHitOut(CommunityOut, Scored):
+    model_config = ConfigDict(extra="allow")
+
+
+class SearchOut(BaseModel):
+    facts: list[FactHitOut]
+    entities: list[EntityHitOut]
+    episodes: list[EpisodeHitOut]
+    communities: list[CommunityHitOut]
+
+
+class KeywordsOut(BaseModel):
+    high_level: list[str]
+    low_level: list[str]
+
+
+class ChunkOut(EpisodeOut):
+    """A source passage of the context: its episode, the excerpts kept, its reference."""
+
+    score: float | None = None
+    ref: str
+    excerpts: list[str] = []
+
+
+class QueryOut(BaseModel):
+    keywords: KeywordsOut
+    entities: list[EntityOut]
+    facts: list[FactView]
+    chunks: list[ChunkOut]
+    context_text: str
+    answer: str | None = None
+
+
+class NodeDataOut(RecordOut):
+    label: str
+    type: str
+    degree: int = 0
+    summary: str = ""
+    created_at: Stamp | None = None
+    community: str | None = None
+
+
+class EdgeDataOut(FactCore):
+    pass
+
+
+class NodeOut(BaseModel):
+    data: NodeDataOut
+
+
+class EdgeOut(BaseModel):
+    data: EdgeDataOut
+
+
+class GraphOut(BaseModel):
+    """Cytoscape.js elements."""
+
+    nodes: list[NodeOut]
+    edges: list[EdgeOut]
+
+
+class LayoutOut(BaseModel):
+    positions: list[Annotated[list[float], Field(min_length=2, max_length=2)]] = Field(
+        description="[x, y] of each node, in node order"
+    )

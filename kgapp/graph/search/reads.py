@@ -90,14 +90,14 @@ async def entity_facts(
 
 
 async def entity_episodes(
-    store: TenantStore, entity: RecordID, *, limit: int = 20
+    store: TenantStore, entity: RecordID, *, limit: int = 20, offset: int = 0
 ) -> list[dict[str, Any]]:
-    """Episodes that mention the entity (up to `limit`), newest first."""
+    """Episodes that mention the entity (up to `limit` after `offset`), newest first."""
     await entity_get(store, entity)  # 404 for an unknown entity
     times = await store.query_one(queries.ENTITY_EPISODE_TIMES, {"id": entity}) or []
     newest = sorted(times, key=lambda r: (r["valid_at"], record_key(r["id"])), reverse=True)
     batch = queries.Batch()
-    for row in newest[:limit]:
+    for row in newest[offset : offset + limit]:
         batch.add(queries.EPISODE_PASSAGE, id=row["id"])
     return [row for row in await store.query(batch.sql, batch.params) if row] if batch else []
 

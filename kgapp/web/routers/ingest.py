@@ -7,10 +7,9 @@ from typing import Any
 
 from django.conf import settings
 from django.http import HttpRequest
-from ninja import File, Query, Router, Schema, Status
+from ninja import File, Query, Router, Status
 from ninja.errors import HttpError
 from ninja.files import UploadedFile
-from pydantic import Field
 
 from kgapp import tasks
 from kgapp.graph import ontology
@@ -23,14 +22,19 @@ from kgapp.graph.records import parse_record_id, to_json
 from kgapp.web import ratelimits
 from kgapp.web.routers.tenant import DENIED, LIMITED
 from kgapp.web.schemas import (
+    DocumentFilter,
+    DocumentOut,
     DocumentQueuedOut,
+    EpisodeFilter,
     EpisodeIn,
+    EpisodeOut,
     EpisodeQueuedOut,
     ErrorOut,
     FactIn,
     FactOut,
-    Offset,
+    JobQueuedOut,
     OntologyIO,
+    RemovedOut,
 )
 from tenants.access import tenant_access
 from tenants.graph import embedder, tenant_graph
@@ -38,22 +42,6 @@ from tenants.models import Role
 
 router = Router(tags=["ingest"])
 MAX_FILES = 50
-
-
-class Page(Schema):
-    limit: int = Field(default=50, ge=1, le=500)
-    offset: Offset = 0
-
-
-class EpisodeFilter(Page):
-    saga: str | None = Field(default=None, max_length=200)
-    document: str | None = None
-
-
-class DocumentFilter(Page):
-    status: str | None = Field(
-        default=None, pattern="^(pending|chunking|extracting|indexing|completed|failed)$"
-    )
 
 
 @router.post("/t/{tenant}/episodes", response={202: EpisodeQueuedOut, 422: ErrorOut, **DENIED})
@@ -85,7 +73,7 @@ def _check_messages(content: str) -> None:
         raise HttpError(422, str(error)) from error
 
 
-@router.get("/t/{tenant}/episodes", response={200: list[dict[str, Any]], **DENIED})
+@router.get("/t/{tenant}/episodes", response={200: list[EpisodeOut], **DENIED}, exclude_unset=True)
 def episode_list(request: HttpRequest, tenant: str, filters: Query[EpisodeFilter]) -> Any:
     access = tenant_access(request.user, tenant)
     document = parse_record_id(filters.document, "document") if filters.document else None
@@ -101,7 +89,9 @@ def episode_list(request: HttpRequest, tenant: str, filters: Query[EpisodeFilter
 
 
 @router.delete(
-    "/t/{tenant}/episodes/{episode_id}", response={200: dict[str, int], 422: ErrorOut, **DENIED}
+    "/t/{tenant}/episodes/{episode_id}",
+    response={200: RemovedOut, 422: ErrorOut, **DENIED},
+    exclude_unset=True,
 )
 def episode_delete(request: HttpRequest, tenant: str, episode_id: str) -> Any:
     """Delete an episode and every fact or entity only it supported."""
@@ -166,7 +156,9 @@ def document_upload(
     return Status(202, answers)
 
 
-@router.get("/t/{tenant}/documents", response={200: list[dict[str, Any]], **DENIED})
+@router.get(
+    "/t/{tenant}/documents", response={200: list[DocumentOut], **DENIED}, exclude_unset=True
+)
 def document_list(request: HttpRequest, tenant: str, filters: Query[DocumentFilter]) -> Any:
     access = tenant_access(request.user, tenant)
     return to_json(
@@ -177,7 +169,9 @@ def document_list(request: HttpRequest, tenant: str, filters: Query[DocumentFilt
 
 
 @router.get(
-    "/t/{tenant}/documents/{document_id}", response={200: dict[str, Any], 422: ErrorOut, **DENIED}
+    "/t/{tenant}/documents/{document_id}",
+    response={200: DocumentOut, 422: ErrorOut, **DENIED},
+    exclude_unset=True,
 )
 def document_detail(request: HttpRequest, tenant: str, document_id: str) -> Any:
     access = tenant_access(request.user, tenant)
@@ -186,7 +180,9 @@ def document_detail(request: HttpRequest, tenant: str, document_id: str) -> Any:
 
 
 @router.delete(
-    "/t/{tenant}/documents/{document_id}", response={200: dict[str, int], 422: ErrorOut, **DENIED}
+    "/t/{tenant}/documents/{document_id}",
+    response={200: RemovedOut, 422: ErrorOut, **DENIED},
+    exclude_unset=True,
 )
 def document_delete(request: HttpRequest, tenant: str, document_id: str) -> Any:
     """Delete the document, its episodes, and every fact or entity only it supported."""
@@ -272,7 +268,7 @@ def _ontology_out(current: ontology.Ontology) -> dict[str, Any]:
 
 @router.post(
     "/t/{tenant}/jobs/{job_id}/retry",
-    response={202: dict[str, str], 409: ErrorOut, 422: ErrorOut, **DENIED},
+    response={202: JobQueuedOut, 409: ErrorOut, 422: ErrorOut, **DENIED},
 )
 def job_retry(request: HttpRequest, tenant: str, job_id: str) -> Status[dict[str, str]]:
     """Queue a failed or paused ingest job again, or a running one whose worker died (no

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 from django.http import HttpRequest
-from ninja import Query, Router, Schema, Status
+from ninja import Query, Router, Status
 from ninja.errors import HttpError
-from pydantic import Field, model_validator
 
 from kgapp import tasks
 from kgapp.graph import communities, layout
@@ -22,69 +21,35 @@ from kgapp.graph.text import relation_name
 from kgapp.graph.time import Moment
 from kgapp.web import ratelimits
 from kgapp.web.routers.tenant import DENIED, LIMITED
-from kgapp.web.schemas import ErrorOut, Instant
+from kgapp.web.schemas import (
+    CommunitiesIn,
+    CommunityDetailOut,
+    CommunityOut,
+    EntityDetailOut,
+    EntityEpisodesPage,
+    EntityOut,
+    EpisodeOut,
+    ErrorOut,
+    FactView,
+    GraphIn,
+    GraphOut,
+    JobQueuedOut,
+    LayoutIn,
+    LayoutOut,
+    Lookup,
+    Neighbourhood,
+    QueryIn,
+    QueryOut,
+    RebuildIn,
+    SearchIn,
+    SearchOut,
+    TimeIn,
+)
 from tenants.access import tenant_access
 from tenants.graph import embedder, llm_client, tenant_graph
 from tenants.models import Role
 
 router = Router(tags=["retrieval"])
-
-
-class TimeIn(Schema):
-    as_of: Instant | None = Field(default=None, description="valid time; default now")
-    known_at: Instant | None = Field(default=None, description="system time; default now")
-    current_only: bool = Field(
-        default=False, description="valid now and not expired (the default without a moment)"
-    )
-
-    @model_validator(mode="after")
-    def _one_moment(self) -> TimeIn:
-        if self.current_only and (self.as_of or self.known_at):
-            raise ValueError("current_only means now: leave out as_of and known_at, or unset it")
-        return self
-
-    def moment(self) -> Moment:
-        return Moment.of(self.as_of, self.known_at)
-
-
-RecipeName = Literal[tuple(RECIPES)]  # type: ignore[valid-type]
-
-
-class SearchIn(TimeIn):
-    query: str = Field(min_length=1, max_length=2000)
-    recipe: RecipeName | None = Field(  # type: ignore[valid-type]
-        default=None, description="a named configuration; sets scopes, methods and reranker"
-    )
-    scopes: list[Literal["facts", "entities", "episodes", "communities"]] = Field(
-        default=["facts", "entities"], min_length=1
-    )
-    methods: list[Literal["bm25", "cosine", "bfs", "activation"]] = Field(
-        default=["bm25", "cosine"], min_length=1
-    )
-    reranker: Literal["rrf", "mmr", "node_distance", "episode_mentions", "cross_encoder"] = "rrf"
-    center_entity: str | None = None
-    limit: int = Field(default=10, ge=1, le=100)
-    min_score: float = Field(default=0.0, ge=0)
-    mmr_lambda: float = Field(default=0.5, ge=0, le=1)
-    entity_types: list[str] = Field(default_factory=list, max_length=50)
-    relations: list[str] = Field(default_factory=list, max_length=50)
-    edge_types: list[Literal["semantic", "temporal", "causal", "entity"]] = Field(
-        default_factory=list
-    )
-
-
-class Lookup(Schema):
-    q: str = Field(min_length=1, max_length=300)
-    limit: int = Field(default=10, ge=1, le=100)
-
-
-class Page(Schema):
-    limit: int = Field(default=20, ge=1, le=100)
-
-
-class Neighbourhood(TimeIn):
-    depth: int = Field(default=1, ge=1, le=3)
-    limit: int = Field(default=200, ge=1, le=2000)
 
 
 def _hits(hits: list[Hit]) -> list[dict[str, Any]]:
@@ -94,7 +59,7 @@ def _hits(hits: list[Hit]) -> list[dict[str, Any]]:
     ]
 
 
-@router.post("/t/{tenant}/search", response={200: dict[str, Any], 422: ErrorOut, **DENIED})
+@router.post("/t/{tenant}/search", response={200: SearchOut, 422: ErrorOut, **DENIED})
 def search(request: HttpRequest, tenant: str, payload: SearchIn) -> dict[str, Any]:
     """Hybrid search (BM25, cosine, breadth-first from `center_entity`), fused by RRF or
     reranked by MMR, node distance or episode mentions; facts as of `as_of`/`known_at`."""
@@ -128,7 +93,7 @@ async def _search(store: TenantStore, spec: SearchRequest) -> SearchResults:
     return await hybrid.search(store, spec, embedder(), llm=llm_client(store))
 
 
-@router.get("/t/{tenant}/entities", response={200: list[dict[str, Any]], **DENIED})
+@router.get("/t/{tenant}/entities", response={200: list[EntityOut], **DENIED}, exclude_unset=True)
 def entity_lookup(request: HttpRequest, tenant: str, params: Query[Lookup]) -> Any:
     """Entities whose name starts with `q`, or the closest names when none does."""
     access = tenant_access(request.user, tenant)
@@ -140,7 +105,9 @@ def entity_lookup(request: HttpRequest, tenant: str, params: Query[Lookup]) -> A
 
 
 @router.get(
-    "/t/{tenant}/entities/{entity_id}", response={200: dict[str, Any], 422: ErrorOut, **DENIED}
+    "/t/{tenant}/entities/{entity_id}",
+    response={200: EntityDetailOut, 422: ErrorOut, **DENIED},
+    exclude_unset=True,
 )
 def entity_detail(request: HttpRequest, tenant: str, entity_id: str) -> Any:
     access = tenant_access(request.user, tenant)
@@ -151,7 +118,8 @@ def entity_detail(request: HttpRequest, tenant: str, entity_id: str) -> Any:
 
 @router.get(
     "/t/{tenant}/entities/{entity_id}/facts",
-    response={200: list[dict[str, Any]], 422: ErrorOut, **DENIED},
+    response={200: list[FactView], 422: ErrorOut, **DENIED},
+    exclude_unset=True,
 )
 def entity_facts(request: HttpRequest, tenant: str, entity_id: str, time: Query[TimeIn]) -> Any:
     """The entity's facts valid at `as_of` as known at `known_at` (default: current)."""
@@ -165,21 +133,28 @@ def entity_facts(request: HttpRequest, tenant: str, entity_id: str, time: Query[
 
 @router.get(
     "/t/{tenant}/entities/{entity_id}/episodes",
-    response={200: list[dict[str, Any]], 422: ErrorOut, **DENIED},
+    response={200: list[EpisodeOut], 422: ErrorOut, **DENIED},
+    exclude_unset=True,
 )
-def entity_episodes(request: HttpRequest, tenant: str, entity_id: str, params: Query[Page]) -> Any:
+def entity_episodes(
+    request: HttpRequest, tenant: str, entity_id: str, params: Query[EntityEpisodesPage]
+) -> Any:
     """The episodes that mention the entity, newest first: the source passages."""
     access = tenant_access(request.user, tenant)
     return to_json(
         tenant_graph(access.tenant).run(
-            reads.entity_episodes, parse_record_id(entity_id, "entity"), limit=params.limit
+            reads.entity_episodes,
+            parse_record_id(entity_id, "entity"),
+            limit=params.limit,
+            offset=params.offset,
         )
     )
 
 
 @router.get(
     "/t/{tenant}/entities/{entity_id}/neighborhood",
-    response={200: list[dict[str, Any]], 422: ErrorOut, **DENIED},
+    response={200: list[FactView], 422: ErrorOut, **DENIED},
+    exclude_unset=True,
 )
 def entity_neighbourhood(
     request: HttpRequest, tenant: str, entity_id: str, params: Query[Neighbourhood]
@@ -196,7 +171,11 @@ def entity_neighbourhood(
     )
 
 
-@router.get("/t/{tenant}/facts/{fact_id}", response={200: dict[str, Any], 422: ErrorOut, **DENIED})
+@router.get(
+    "/t/{tenant}/facts/{fact_id}",
+    response={200: FactView, 422: ErrorOut, **DENIED},
+    exclude_unset=True,
+)
 def fact_detail(request: HttpRequest, tenant: str, fact_id: str) -> Any:
     access = tenant_access(request.user, tenant)
     return to_json(
@@ -206,7 +185,8 @@ def fact_detail(request: HttpRequest, tenant: str, fact_id: str) -> Any:
 
 @router.get(
     "/t/{tenant}/facts/{fact_id}/history",
-    response={200: list[dict[str, Any]], 422: ErrorOut, **DENIED},
+    response={200: list[FactView], 422: ErrorOut, **DENIED},
+    exclude_unset=True,
 )
 def fact_history(request: HttpRequest, tenant: str, fact_id: str) -> Any:
     """The supersession chain through the fact, oldest first (64 hops each way at most)."""
@@ -218,16 +198,9 @@ def fact_history(request: HttpRequest, tenant: str, fact_id: str) -> Any:
     )
 
 
-class GraphIn(Schema):
-    as_of: Instant | None = None
-    known_at: Instant | None = None
-    seed: str | None = Field(default=None, description="an entity id to centre on")
-    depth: int = Field(default=2, ge=1, le=3, description="hops around the seed")
-    entity_types: list[str] = Field(default_factory=list, max_length=50)
-    limit: int = Field(default=200, ge=1, le=5000)
-
-
-@router.get("/t/{tenant}/graph", response={200: dict[str, Any], 422: ErrorOut, **DENIED})
+@router.get(
+    "/t/{tenant}/graph", response={200: GraphOut, 422: ErrorOut, **DENIED}, exclude_unset=True
+)
 def graph(request: HttpRequest, tenant: str, params: Query[GraphIn]) -> Any:
     """Cytoscape elements: around `seed`, or the most connected entities. Without
     `as_of`/`known_at`, facts come with their whole history and four timestamps."""
@@ -248,19 +221,7 @@ def graph(request: HttpRequest, tenant: str, params: Query[GraphIn]) -> Any:
     )
 
 
-class LayoutIn(Schema):
-    count: int = Field(ge=0, le=20000, description="how many nodes")
-    edges: list[tuple[int, int]] = Field(default_factory=list, max_length=100000)
-    aspect: float = Field(1.0, ge=0.1, le=10, description="width / height of the drawing area")
-
-    @model_validator(mode="after")
-    def _in_range(self) -> LayoutIn:
-        if any(not (0 <= a < self.count and 0 <= b < self.count) for a, b in self.edges):
-            raise ValueError("every edge joins two node numbers between 0 and count - 1")
-        return self
-
-
-@router.post("/t/{tenant}/layout", response={200: dict[str, Any], 422: ErrorOut, **DENIED})
+@router.post("/t/{tenant}/layout", response={200: LayoutOut, 422: ErrorOut, **DENIED})
 def graph_layout(request: HttpRequest, tenant: str, payload: LayoutIn) -> Any:
     """Positions for drawing a large graph (the explorer's first layout of more than
     a thousand entities): Fruchterman-Reingold in igraph."""
@@ -268,22 +229,14 @@ def graph_layout(request: HttpRequest, tenant: str, payload: LayoutIn) -> Any:
     return {"positions": layout.positions(payload.count, payload.edges, payload.aspect)}
 
 
-class QueryIn(TimeIn):
-    query: str = Field(min_length=1, max_length=2000)
-    mode: Literal["local", "global", "hybrid", "naive", "mix"] = "hybrid"
-    top_k: int = Field(default=10, ge=1, le=100)
-    max_entity_tokens: int = Field(default=1500, ge=50, le=50_000)
-    max_relation_tokens: int = Field(default=2500, ge=50, le=50_000)
-    max_total_tokens: int = Field(default=6000, ge=100, le=200_000)
-    answer: bool = False
-
-
 async def _query(store: TenantStore, spec: QueryRequest) -> QueryResult:
     return await run_query(store, spec, embedder(), llm_client(store))
 
 
 @router.post(
-    "/t/{tenant}/query", response={200: dict[str, Any], 422: ErrorOut, **DENIED, **LIMITED}
+    "/t/{tenant}/query",
+    response={200: QueryOut, 422: ErrorOut, **DENIED, **LIMITED},
+    exclude_unset=True,
 )
 def query(request: HttpRequest, tenant: str, payload: QueryIn) -> Any:
     """LLM-ready context (entities, facts with their validity, source passages) by
@@ -310,18 +263,9 @@ def query(request: HttpRequest, tenant: str, payload: QueryIn) -> Any:
 # --- communities ---------------------------------------------------------------------
 
 
-class CommunitiesIn(Schema):
-    as_of: Instant | None = Field(default=None, description="a past detection; default current")
-    limit: int = Field(default=100, ge=1, le=1000)
-
-
-class RebuildIn(Schema):
-    as_of: Instant | None = Field(
-        default=None, description="detect for the graph as it was then (kept apart)"
-    )
-
-
-@router.get("/t/{tenant}/communities", response={200: list[dict[str, Any]], **DENIED})
+@router.get(
+    "/t/{tenant}/communities", response={200: list[CommunityOut], **DENIED}, exclude_unset=True
+)
 def community_list(request: HttpRequest, tenant: str, params: Query[CommunitiesIn]) -> Any:
     """Communities, largest first: the current set, or one detected for `as_of`."""
     access = tenant_access(request.user, tenant)
@@ -332,7 +276,7 @@ def community_list(request: HttpRequest, tenant: str, params: Query[CommunitiesI
     )
 
 
-@router.post("/t/{tenant}/communities/rebuild", response={202: dict[str, Any], **DENIED})
+@router.post("/t/{tenant}/communities/rebuild", response={202: JobQueuedOut, **DENIED})
 def community_rebuild(request: HttpRequest, tenant: str, payload: RebuildIn) -> Any:
     """Queue community detection (editor); the job reports counts and timings."""
     access = tenant_access(request.user, tenant, Role.EDITOR)
@@ -344,7 +288,8 @@ def community_rebuild(request: HttpRequest, tenant: str, payload: RebuildIn) -> 
 
 @router.get(
     "/t/{tenant}/communities/{community_id}",
-    response={200: dict[str, Any], 422: ErrorOut, **DENIED},
+    response={200: CommunityDetailOut, 422: ErrorOut, **DENIED},
+    exclude_unset=True,
 )
 def community_detail(request: HttpRequest, tenant: str, community_id: str) -> Any:
     access = tenant_access(request.user, tenant)

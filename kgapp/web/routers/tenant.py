@@ -6,9 +6,8 @@ from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.http import HttpRequest
-from ninja import Query, Router, Schema, Status
+from ninja import Query, Router, Status
 from ninja.errors import HttpError
-from pydantic import Field
 
 from kgapp import tasks
 from kgapp.graph import jobs, stats
@@ -16,11 +15,11 @@ from kgapp.graph.records import parse_record_id, to_json
 from kgapp.web.auth import AuthenticatedHttpRequest
 from kgapp.web.schemas import (
     ErrorOut,
+    JobFilter,
     JobOut,
     JobQueuedOut,
     MemberIn,
     MemberOut,
-    Offset,
     TenantDetailOut,
 )
 from tenants import selectors, services
@@ -31,12 +30,6 @@ from tenants.models import Invitation, Membership, Role
 router = Router(tags=["tenant"])
 DENIED = {400: ErrorOut, 403: ErrorOut, 404: ErrorOut, 503: ErrorOut}
 LIMITED = {429: ErrorOut}  # routes with a rate limit (kgapp/web/ratelimits.py)
-
-
-class JobFilter(Schema):
-    status: str | None = Field(default=None, pattern="^(" + "|".join(jobs.JOB_STATUSES) + ")$")
-    limit: int = Field(default=50, ge=1, le=500)
-    offset: Offset = 0
 
 
 @router.get("/t/{tenant}/", response={200: TenantDetailOut, **DENIED})
