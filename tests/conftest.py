@@ -16,6 +16,7 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 
 from kgapp import surreal_server
+from kgapp.graph import schema
 from kgapp.graph.namespaces import namespace_remove
 from kgapp.graph.store import GraphRuntime, StoreConfig, TenantStore
 from tenants import services
@@ -155,3 +156,17 @@ async def raw_namespace(store_config: StoreConfig) -> Any:
         await pool.close()
         await namespace_remove(root, namespace)
     await root._pool.close()
+
+
+@pytest.fixture
+async def migrated_store(raw_namespace: Any) -> Any:
+    """A factory of namespaces with every migration applied (the vectors of
+    `embedding_dim` dimensions, 384 unless told), for core tests."""
+
+    async def make(embedding_dim: int = 384) -> TenantStore:
+        store: TenantStore = await raw_namespace()
+        migrations = schema.load_migrations(settings.SCHEMA_DIR)
+        await schema.migrate(store, migrations, embedding_dim=embedding_dim)
+        return store
+
+    return make

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import asyncio
 from datetime import UTC, datetime
-from pathlib import Path
 
 import pytest
 from surrealdb.data.types.record_id import RecordID
 
-from kgapp.graph import jobs, queries, schema
+from kgapp.graph import jobs, queries
 from kgapp.graph.curation.common import CurationRefused
 from kgapp.graph.curation.corrections import correct_fact, invalidate_fact
 from kgapp.graph.curation.duplicates import candidates, decide_candidate, generate_candidates
@@ -22,8 +21,6 @@ from kgapp.graph.ingest.pipeline import ingest_job
 from kgapp.graph.records import record_key
 from kgapp.graph.store import TenantStore
 
-SCHEMA = Path(__file__).resolve().parents[2] / "schema"
-
 
 def E(key: str) -> RecordID:
     return RecordID("entity", key)
@@ -33,11 +30,10 @@ def at(month: int) -> datetime:
     return datetime(2024, month, 1, tzinfo=UTC)
 
 
-async def duplicate_graph(raw_namespace) -> TenantStore:
+async def duplicate_graph(migrated_store) -> TenantStore:
     """Katherine and Kate are one person; both work at Acme (one fact to fold), Kate lives
     in Lisbon, superseded a Porto fact, is mentioned by an episode and is in a community."""
-    store = await raw_namespace()
-    await schema.migrate(store, schema.load_migrations(SCHEMA), embedding_dim=384)
+    store = await migrated_store()
     await store.query(queries.ENTITIES_BULK_INSERT, {"rows": [
         {"id": E(k), "name": n, "canonical_name": n.lower(), "entity_type": t}
         for k, n, t in (("kath", "Katherine Smith", "Person"), ("kate", "Kate Smith", "Person"),
@@ -78,8 +74,8 @@ def facts_by_text(export) -> dict[str, dict]:
     return {f["fact"]: f for f in export["relates_to"]}
 
 
-async def test_merge_moves_everything_and_undo_restores_the_exact_graph(raw_namespace) -> None:
-    store = await duplicate_graph(raw_namespace)
+async def test_merge_moves_everything_and_undo_restores_the_exact_graph(migrated_store) -> None:
+    store = await duplicate_graph(migrated_store)
     original = await export_graph(store)
 
     entry = await merge_entities(store, E("kath"), E("kate"), actor="carol", reason="same person")
@@ -114,8 +110,8 @@ async def test_merge_moves_everything_and_undo_restores_the_exact_graph(raw_name
         await undo(store, entry["id"], actor="carol")
 
 
-async def test_merges_that_cannot_be_done_are_refused(raw_namespace) -> None:
-    store = await duplicate_graph(raw_namespace)
+async def test_merges_that_cannot_be_done_are_refused(migrated_store) -> None:
+    store = await duplicate_graph(migrated_store)
     with pytest.raises(CurationRefused, match="itself"):
         await merge_entities(store, E("kate"), E("kate"), actor="c")
     await merge_entities(store, E("kath"), E("kate"), actor="c")
@@ -123,8 +119,8 @@ async def test_merges_that_cannot_be_done_are_refused(raw_namespace) -> None:
         await merge_entities(store, E("acme"), E("kate"), actor="c")
 
 
-async def test_merge_while_ingesting_loses_and_orphans_nothing(raw_namespace) -> None:
-    store = await duplicate_graph(raw_namespace)
+async def test_merge_while_ingesting_loses_and_orphans_nothing(migrated_store) -> None:
+    store = await duplicate_graph(migrated_store)
     friends = ["Bob Dylan", "Nina Simone", "Miles Davis", "Ella Fitzgerald", "John Coltrane",
                "Billie Holiday"]
     texts = [f"Kate Smith knows {name}." for name in friends]
@@ -148,8 +144,8 @@ async def test_merge_while_ingesting_loses_and_orphans_nothing(raw_namespace) ->
     assert sorted(f["fact"] for f in knows) == sorted(texts)
 
 
-async def test_candidates_come_once_per_pair_and_a_rejection_sticks(raw_namespace) -> None:
-    store = await duplicate_graph(raw_namespace)
+async def test_candidates_come_once_per_pair_and_a_rejection_sticks(migrated_store) -> None:
+    store = await duplicate_graph(migrated_store)
     embedder = local_embedder()
     for key, name in (("kath", "Katherine Smith"), ("kate", "Kate Smith"), ("acme", "Acme Corp"),
                       ("lisbon", "Lisbon"), ("porto", "Porto")):
@@ -179,12 +175,12 @@ async def test_candidates_come_once_per_pair_and_a_rejection_sticks(raw_namespac
     assert [c["id"] for c in rejected] == [smiths["id"]]
 
 
-async def test_invalidating_and_correcting_facts_keep_their_history(raw_namespace) -> None:
+async def test_invalidating_and_correcting_facts_keep_their_history(migrated_store) -> None:
     from kgapp.graph.search.history import fact_history
     from kgapp.graph.search.reads import entity_facts
     from kgapp.graph.time import Moment
 
-    store = await duplicate_graph(raw_namespace)
+    store = await duplicate_graph(migrated_store)
     lisbon = RecordID("relates_to", "kate_lisbon")
     entry = await invalidate_fact(store, lisbon, ended_at=at(6), actor="carol",
                                   reason="moved away")

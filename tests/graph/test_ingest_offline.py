@@ -4,11 +4,10 @@ SurrealDB server and the real local embedding model."""
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from pathlib import Path
 
 import pytest
 
-from kgapp.graph import jobs, schema
+from kgapp.graph import jobs
 from kgapp.graph.embeddings import local_embedder
 from kgapp.graph.ingest.model import EpisodeInput
 from kgapp.graph.ingest.offline import OfflineExtractor
@@ -17,7 +16,6 @@ from kgapp.graph.ingest.pipeline import ingest_job
 from kgapp.graph.ingest.service import episodes_remove
 from kgapp.graph.records import to_json
 
-SCHEMA = Path(__file__).resolve().parents[2] / "schema"
 JAN = datetime(2024, 1, 15, tzinfo=UTC)
 MAR = datetime(2024, 3, 10, tzinfo=UTC)
 ACME = EpisodeInput(content="Alice works at Acme Corp.", source="text", reference_time=JAN)
@@ -25,10 +23,8 @@ BETA = EpisodeInput(content="Alice joined Beta Inc last month.", source="text", 
 
 
 @pytest.fixture
-async def graph(raw_namespace):
-    store = await raw_namespace()
-    await schema.migrate(store, schema.load_migrations(SCHEMA), embedding_dim=384)
-    return store
+async def graph(migrated_store):
+    return await migrated_store()
 
 
 async def run(store, episodes):

@@ -4,13 +4,12 @@ on the question, no empty section, and the whole within its token budget."""
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import pytest
 from surrealdb.data.types.record_id import RecordID
 
-from kgapp.graph import jobs, schema
+from kgapp.graph import jobs
 from kgapp.graph.chunking import count_tokens, passage_units
 from kgapp.graph.embeddings import local_embedder
 from kgapp.graph.index import unit_vectors
@@ -23,23 +22,21 @@ from kgapp.graph.search.context import statement as _statement
 from kgapp.graph.search.query import QueryRequest, query
 from kgapp.graph.time import Moment
 
-SCHEMA = Path(__file__).resolve().parents[2] / "schema"
 QUESTION = "When did Caroline go to the support group?"
 
 
-async def ingested(raw_namespace, episodes: list[EpisodeInput]):
+async def ingested(migrated_store, episodes: list[EpisodeInput]):
     """A fresh namespace with `episodes` ingested offline."""
-    store = await raw_namespace()
-    await schema.migrate(store, schema.load_migrations(SCHEMA), embedding_dim=384)
+    store = await migrated_store()
     job = await jobs.job_create(store, kind="t")
     await ingest_job(store, job["id"], episodes, embedder=local_embedder(), llm=None)
     return store
 
 
 @pytest.fixture
-async def sessions(raw_namespace):
+async def sessions(migrated_store):
     """Two sessions of a conversation, each on its own day."""
-    return await ingested(raw_namespace, [
+    return await ingested(migrated_store, [
         EpisodeInput(content="Caroline: I went to the LGBTQ support group yesterday.\n"
                              "Melanie: That sounds powerful, Caroline.",
                      source="message", reference_time=datetime(2023, 5, 8, 13, 56, tzinfo=UTC)),
@@ -130,9 +127,9 @@ ACME = (
 
 
 @pytest.fixture
-async def talk(raw_namespace):
+async def talk(migrated_store):
     """A session of eight messages, and a short text."""
-    return await ingested(raw_namespace, [
+    return await ingested(migrated_store, [
         EpisodeInput(content="\n".join(TALK), source="message",
                      reference_time=datetime(2023, 5, 8, 13, 56, tzinfo=UTC)),
         EpisodeInput(content=ACME, source="text", reference_time=datetime(2023, 5, 20, 9, tzinfo=UTC)),
@@ -195,10 +192,10 @@ async def test_a_text_is_quoted_by_the_sentence(talk) -> None:
                                  "Its mascot is a roadrunner."]
 
 
-async def test_the_overlap_of_chunks_is_quoted_once(raw_namespace) -> None:
+async def test_the_overlap_of_chunks_is_quoted_once(migrated_store) -> None:
     shared = "The vault under the library holds the old maps."
     chunks = [f"The library opened in 1920. {shared}", f"{shared} Visitors need a pass."]
-    store = await ingested(raw_namespace, [
+    store = await ingested(migrated_store, [
         EpisodeInput(content=text, source="chunk", chunk_index=n,
                      reference_time=datetime(2024, 3, 1, tzinfo=UTC))
         for n, text in enumerate(chunks)
@@ -252,9 +249,9 @@ async def test_a_passage_is_found_by_meaning_without_a_shared_word(talk) -> None
     assert "Acme" not in sources and "support group" not in sources
 
 
-async def test_a_question_naming_a_day_gets_that_days_passages(raw_namespace) -> None:
+async def test_a_question_naming_a_day_gets_that_days_passages(migrated_store) -> None:
     days = [datetime(2023, 3, day, 18, tzinfo=UTC) for day in (2, 9, 16)]
-    store = await ingested(raw_namespace, [
+    store = await ingested(migrated_store, [
         EpisodeInput(content=f"Nora: We watched {film} at the cinema tonight.", source="message",
                      reference_time=day)
         for film, day in zip(("Alien", "Heat", "Jaws"), days, strict=True)
@@ -281,8 +278,8 @@ async def test_passage_vectors_are_written_after_the_episodes_and_go_with_them(t
     ]
 
 
-async def test_a_first_of_the_month_named_as_a_day_is_shown_as_that_day(raw_namespace) -> None:
-    store = await ingested(raw_namespace, [
+async def test_a_first_of_the_month_named_as_a_day_is_shown_as_that_day(migrated_store) -> None:
+    store = await ingested(migrated_store, [
         EpisodeInput(content="Joanna: I watched the whole trilogy last night!\n"
                              "Joanna: I am moving house next month.",
                      source="message", reference_time=datetime(2022, 5, 2, 11, tzinfo=UTC)),
@@ -292,13 +289,12 @@ async def test_a_first_of_the_month_named_as_a_day_is_shown_as_that_day(raw_name
     assert "Joanna: I am moving house next month. [refers to June 2022]" in text
 
 
-async def test_the_unit_vector_cache_keeps_tenants_apart(raw_namespace) -> None:
+async def test_the_unit_vector_cache_keeps_tenants_apart(migrated_store) -> None:
     # Two tenants holding the same episode (the same key: same content, same time), each
     # with vectors of its own: each reads its own, before and after the other is cached.
     stores = []
     for value in (1.0, -1.0):
-        store = await raw_namespace()
-        await schema.migrate(store, schema.load_migrations(SCHEMA), embedding_dim=3)
+        store = await migrated_store(embedding_dim=3)
         await store.query(
             "CREATE episode:same SET content = 'Nora: hi', content_hash = 'h';"
             "CREATE episode_units:same SET episode = episode:same, vectors = $vectors;",

@@ -5,11 +5,10 @@ project); tests/resolution_eval.py runs and scores it."""
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from pathlib import Path
 
 import pytest
 
-from kgapp.graph import names, schema
+from kgapp.graph import names
 from kgapp.graph.curation.common import CurationRefused
 from kgapp.graph.curation.pages import audit_get, audit_page
 from kgapp.graph.curation.undo import undo
@@ -18,15 +17,12 @@ from kgapp.graph.ingest.service import fact_add
 from kgapp.graph.records import to_json
 from tests import resolution_eval
 
-SCHEMA = Path(__file__).resolve().parents[2] / "schema"
 JAN = datetime(2024, 1, 15, tzinfo=UTC)
 
 
 @pytest.fixture
-async def graph(raw_namespace):
-    store = await raw_namespace()
-    await schema.migrate(store, schema.load_migrations(SCHEMA), embedding_dim=384)
-    return store
+async def graph(migrated_store):
+    return await migrated_store()
 
 
 @pytest.mark.parametrize(

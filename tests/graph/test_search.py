@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from pathlib import Path
 
 import pytest
 
-from kgapp.graph import jobs, schema
+from kgapp.graph import jobs
 from kgapp.graph.embeddings import local_embedder
 from kgapp.graph.ingest.model import EpisodeInput
 from kgapp.graph.ingest.pipeline import ingest_job
@@ -18,18 +17,15 @@ from kgapp.graph.search.model import SearchRequest
 from kgapp.graph.search.reads import entity_facts
 from kgapp.graph.time import Moment
 
-SCHEMA = Path(__file__).resolve().parents[2] / "schema"
-
 
 def at(year: int, month: int, day: int = 1) -> datetime:
     return datetime(year, month, day, tzinfo=UTC)
 
 
 @pytest.fixture
-async def alice(raw_namespace):
+async def alice(migrated_store):
     """Alice at Acme (Jan 2024), then at Beta (from Feb 2024); the moment between."""
-    store = await raw_namespace()
-    await schema.migrate(store, schema.load_migrations(SCHEMA), embedding_dim=384)
+    store = await migrated_store()
 
     async def run(text: str, when: datetime) -> None:
         job = await jobs.job_create(store, kind="t")
@@ -87,9 +83,8 @@ async def test_hybrid_search_finds_facts_by_words_and_meaning(alice) -> None:
     assert [h.record["target_name"] for h in past.facts] == ["Acme Corp"]
 
 
-async def test_node_distance_puts_the_center_neighbourhood_first(raw_namespace) -> None:
-    store = await raw_namespace()
-    await schema.migrate(store, schema.load_migrations(SCHEMA), embedding_dim=384)
+async def test_node_distance_puts_the_center_neighbourhood_first(migrated_store) -> None:
+    store = await migrated_store()
     job = await jobs.job_create(store, kind="t")
     texts = ["Nora works at Orbital Labs.", "Omar works at Orbital Labs.",
              "Paula works at Quantum Labs.", "Nora knows Paula."]

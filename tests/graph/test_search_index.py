@@ -60,9 +60,8 @@ def test_time_columns_are_exact_to_the_microsecond() -> None:
     assert micros(None) == np.iinfo(np.int64).max
 
 
-async def facts_store(raw_namespace) -> TenantStore:
-    store = await raw_namespace()
-    await schema.migrate(store, schema.load_migrations(SCHEMA), embedding_dim=384)
+async def facts_store(migrated_store) -> TenantStore:
+    store = await migrated_store()
     embedder = local_embedder()
     people = [
         {"id": RecordID("entity", key), "name": name, "canonical_name": name.lower(),
@@ -89,8 +88,8 @@ async def found(store: TenantStore, text: str, methods=("bm25",), **moment) -> l
     return [hit.record["fact"] for hit in results.facts]
 
 
-async def test_search_sees_every_write_since_the_last_search(raw_namespace) -> None:
-    store = await facts_store(raw_namespace)
+async def test_search_sees_every_write_since_the_last_search(migrated_store) -> None:
+    store = await facts_store(migrated_store)
     assert await found(store, "Orbital") == ["Ada works at Orbital Labs."]
     await add_fact(store, "f2", "Ada joined Quantum Labs.", "quantum", at(2024, 6, 1))
     assert await found(store, "Quantum") == ["Ada joined Quantum Labs."]
@@ -120,8 +119,8 @@ async def test_search_sees_every_write_since_the_last_search(raw_namespace) -> N
     assert "relates_to:f2" not in index.positions
 
 
-async def test_a_namespace_made_again_starts_a_new_copy(raw_namespace, store_config) -> None:
-    store = await facts_store(raw_namespace)
+async def test_a_namespace_made_again_starts_a_new_copy(migrated_store, store_config) -> None:
+    store = await facts_store(migrated_store)
     assert await found(store, "Orbital") == ["Ada works at Orbital Labs."]
     first = (await fact_index(store)).epoch
     root = TenantStore(Pool(store_config, None))
@@ -136,8 +135,8 @@ async def test_a_namespace_made_again_starts_a_new_copy(raw_namespace, store_con
     assert len((await fact_index(store)).keys) == 0
 
 
-async def test_relation_filters_apply_before_the_limit(raw_namespace) -> None:
-    store = await facts_store(raw_namespace)
+async def test_relation_filters_apply_before_the_limit(migrated_store) -> None:
+    store = await facts_store(migrated_store)
     rows = [
         {"id": RecordID("relates_to", f"k{i}"), "in": RecordID("entity", "ada"),
          "out": RecordID("entity", "quantum"), "relation": "KNOWS",
@@ -152,10 +151,10 @@ async def test_relation_filters_apply_before_the_limit(raw_namespace) -> None:
     assert [h.record["fact"] for h in results.facts] == ["Ada works at Orbital Labs."]
 
 
-async def test_one_hop_facts_put_those_touching_most_query_entities_first(raw_namespace) -> None:
+async def test_one_hop_facts_put_those_touching_most_query_entities_first(migrated_store) -> None:
     from kgapp.graph.search.reads import facts_touching
 
-    store = await facts_store(raw_namespace)  # f1: Ada -> Orbital Labs
+    store = await facts_store(migrated_store)  # f1: Ada -> Orbital Labs
     rows = [
         {"id": RecordID("relates_to", key), "in": RecordID("entity", source),
          "out": RecordID("entity", target), "relation": "KNOWS", "fact": text,

@@ -170,16 +170,10 @@ async def test_provisioned_schema_matches_what_the_engine_isolates(raw_namespace
     assert any("HNSW" in text for text in indexes.values()) == capable
 
 
-async def test_a_failing_job_is_marked_failed_with_its_reason(raw_namespace) -> None:
-    from pathlib import Path
+async def test_a_failing_job_is_marked_failed_with_its_reason(migrated_store) -> None:
+    from kgapp.graph import jobs
 
-    from kgapp.graph import jobs, schema
-
-    store = await raw_namespace()
-    await schema.migrate(
-        store, schema.load_migrations(Path(__file__).resolve().parents[2] / "schema"),
-        embedding_dim=4,
-    )
+    store = await migrated_store(embedding_dim=4)
     job = await jobs.job_create(store, kind="probe")
 
     async def broken(_store):
