@@ -32,7 +32,7 @@ from kgapp.graph import queries, records
 from kgapp.graph.index import FactIndex, entity_index, fact_index
 from kgapp.graph.llm.client import LLMClient
 from kgapp.graph.llm.prompts import community as prompt
-from kgapp.graph.records import record_key
+from kgapp.graph.records import Community, as_community, record_key
 from kgapp.graph.store import TenantStore
 
 SUMMARY_CONCURRENCY = 4
@@ -337,17 +337,16 @@ async def assign_new(store: TenantStore, entities: list[RecordID]) -> int:
 
 async def communities_list(
     store: TenantStore, *, as_of: datetime | None = None, limit: int = 100
-) -> list[dict[str, Any]]:
-    return list(
-        await store.query_one(queries.COMMUNITIES_LIST, {"as_of": as_of, "limit": limit}) or []
-    )
+) -> list[Community]:
+    rows = await store.query_one(queries.COMMUNITIES_LIST, {"as_of": as_of, "limit": limit})
+    return [as_community(row) for row in rows or []]
 
 
-async def community_get(store: TenantStore, community: RecordID) -> dict[str, Any]:
+async def community_get(store: TenantStore, community: RecordID) -> Community:
     row, members = await store.query(queries.COMMUNITY_GET, {"id": community})
     if community.table_name != "community":
         row = None
-    return {**records.found(row, "community", community), "members": members or []}
+    return as_community({**records.found(row, "community", community), "members": members or []})
 
 
 async def rebuild_job(

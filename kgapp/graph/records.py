@@ -11,14 +11,15 @@ import datetime as dt
 import decimal
 import re
 import uuid
-from typing import Any, TypeVar
+from datetime import datetime
+from typing import Any, TypedDict, TypeVar, cast
 
 from surrealdb.data.types.datetime import Datetime
 from surrealdb.data.types.duration import Duration
 from surrealdb.data.types.record_id import RecordID
 
 from kgapp.graph import queries
-from kgapp.graph.errors import InvalidRecordId, NotFound
+from kgapp.graph.errors import GraphError, InvalidRecordId, NotFound
 
 T = TypeVar("T")
 
@@ -76,3 +77,146 @@ def found(row: T | None, what: str, record: RecordID | str) -> T:
     if row is None or row == []:
         raise NotFound(f"no {what} {record_key(record)}")
     return row
+
+
+# --- typed records ----------------------------------------------------------------------
+# The graph's records as the core passes them around: rows as the store reads them (record
+# ids as RecordID, moments as aware UTC datetimes), typed so that a misspelt field is a
+# type error. Each is built from a row here, in one place, which checks the fields every
+# such record has (its `_...Fields`); what a query adds beyond those travels along.
+
+
+class _FactFields(TypedDict):
+    id: RecordID
+    source: RecordID
+    target: RecordID
+    relation: str
+    edge_type: str
+    fact: str
+    confidence: float
+    valid_at: datetime
+    created_at: datetime
+
+
+class Fact(_FactFields, total=False):
+    """A fact, as retrieval reads it (queries._FACT_FIELDS): `source` -relation-> `target`,
+    valid over [valid_at, invalid_at) and known over [created_at, expired_at)."""
+
+    episodes: list[RecordID]
+    invalid_at: datetime | None
+    expired_at: datetime | None
+    supersedes: RecordID | None
+    superseded_by: RecordID | None
+    revision_of: RecordID | None
+    source_name: str
+    target_name: str
+    retrieval_count: float
+
+
+class _EntityFields(TypedDict):
+    id: RecordID
+    name: str
+    entity_type: str
+
+
+class Entity(_EntityFields, total=False):
+    summary: str
+    degree: int
+    merged_into: RecordID | None
+    canonical_name: str
+    labels: list[str]
+    attributes: dict[str, Any]
+    aliases: list[str]
+    first_seen_at: datetime
+    last_seen_at: datetime
+    created_at: datetime
+
+
+class _EpisodeFields(TypedDict):
+    id: RecordID
+    content: str
+    source: str
+    valid_at: datetime
+
+
+class Episode(_EpisodeFields, total=False):
+    name: str
+    source_description: str
+    created_at: datetime
+    content_hash: str
+    document: RecordID | None
+    saga: RecordID | None
+
+
+class _CommunityFields(TypedDict):
+    id: RecordID
+    name: str
+    level: int
+    member_count: int
+
+
+class Community(_CommunityFields, total=False):
+    summary: str
+    fact_count: int
+    resolution: float
+    as_of: datetime | None
+    fingerprint: str
+    created_at: datetime
+    updated_at: datetime
+    members: list[dict[str, Any]]
+
+
+class _JobFields(TypedDict):
+    id: RecordID
+    kind: str
+    status: str
+
+
+class Job(_JobFields, total=False):
+    progress: int
+    total: int
+    phase: str | None
+    params: dict[str, Any]
+    counts: dict[str, Any]
+    timings: dict[str, Any]
+    failures: list[dict[str, Any]]
+    notes: list[str]
+    result: dict[str, Any]
+    error: str | None
+    document: RecordID | None
+    attempts: int
+    created_by: str | None
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+    heartbeat_at: datetime | None
+    updated_at: datetime
+
+
+def _built(row: Any, kind: type, what: str) -> Any:
+    if not isinstance(row, dict):
+        raise GraphError(f"a {what} read as {type(row).__name__}, not a record")
+    missing = kind.__required_keys__ - row.keys()  # type: ignore[attr-defined]
+    if missing:
+        raise GraphError(f"a {what} read without {', '.join(sorted(missing))}")
+    return row
+
+
+def as_fact(row: Any) -> Fact:
+    return cast(Fact, _built(row, Fact, "fact"))
+
+
+def as_entity(row: Any) -> Entity:
+    return cast(Entity, _built(row, Entity, "entity"))
+
+
+def as_episode(row: Any) -> Episode:
+    return cast(Episode, _built(row, Episode, "episode"))
+
+
+def as_community(row: Any) -> Community:
+    return cast(Community, _built(row, Community, "community"))
+
+
+def as_job(row: Any) -> Job:
+    return cast(Job, _built(row, Job, "job"))

@@ -9,6 +9,7 @@ graph; open ends are None.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
@@ -54,25 +55,25 @@ class Moment:
     def params(self) -> dict[str, Any]:
         return {"as_of": self.as_of, "known_at": self.known_at}
 
-    def shows(self, fact: dict[str, Any]) -> bool:
+    def shows(self, fact: Mapping[str, Any]) -> bool:
         return visible(fact, self.as_of, self.known_at)
 
 
-def holds_at(fact: dict[str, Any], as_of: datetime) -> bool:
+def holds_at(fact: Mapping[str, Any], as_of: datetime) -> bool:
     """Whether the fact is true in the world at `as_of`: valid_at <= as_of < invalid_at."""
     return fact["valid_at"] <= as_of and (
         fact.get("invalid_at") is None or fact["invalid_at"] > as_of
     )
 
 
-def known_at(fact: dict[str, Any], moment: datetime) -> bool:
+def known_at(fact: Mapping[str, Any], moment: datetime) -> bool:
     """Whether the graph held the fact at `moment`: created_at <= moment < expired_at."""
     return fact["created_at"] <= moment and (
         fact.get("expired_at") is None or fact["expired_at"] > moment
     )
 
 
-def visible(fact: dict[str, Any], as_of: datetime, known: datetime) -> bool:
+def visible(fact: Mapping[str, Any], as_of: datetime, known: datetime) -> bool:
     """True in the world at `as_of`, as the graph knew it at `known`."""
     return holds_at(fact, as_of) and known_at(fact, known)
 

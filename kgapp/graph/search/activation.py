@@ -25,7 +25,7 @@ from surrealdb.data.types.record_id import RecordID
 
 from kgapp.graph.embeddings import Embedder
 from kgapp.graph.index import EntityIndex
-from kgapp.graph.records import record_key
+from kgapp.graph.records import Fact, record_key
 from kgapp.graph.search.model import SearchRequest
 from kgapp.graph.search.reads import entity_rows, facts_near_once, record_id
 from kgapp.graph.store import TenantStore
@@ -135,7 +135,7 @@ async def activation_search(
     """Entities and facts reached by spreading activation from the query's seeds, best
     first (facts scored by the weaker end's activation times effective confidence)."""
     seeds = await activation_seeds(store, index, request, embedder, vector)
-    seen: dict[str, dict[str, Any]] = {}
+    seen: dict[str, Fact] = {}
     names: dict[str, str] = {}
 
     async def neighbours(keys: Sequence[str]) -> list[Link]:
@@ -153,7 +153,7 @@ async def activation_search(
     return {"facts": _reached(seen, levels), "entities": entities}
 
 
-def _link(fact: dict[str, Any]) -> Link:
+def _link(fact: Fact) -> Link:
     return Link(
         record_key(fact["source"]),
         record_key(fact["target"]),
@@ -163,7 +163,7 @@ def _link(fact: dict[str, Any]) -> Link:
     )
 
 
-def _reached(seen: dict[str, dict[str, Any]], levels: dict[str, float]) -> list[dict[str, Any]]:
+def _reached(seen: dict[str, Fact], levels: dict[str, float]) -> list[dict[str, Any]]:
     """The facts with both ends active, by the weaker end's activation times the fact's
     effective confidence, best first."""
     scored = []
@@ -175,7 +175,7 @@ def _reached(seen: dict[str, dict[str, Any]], levels: dict[str, float]) -> list[
             float(fact["confidence"]), float(fact.get("retrieval_count") or 0)
         )
         scored.append((min(e for e in ends if e is not None) * weight, key))
-    return [seen[key] for _, key in sorted(scored, key=lambda item: (-item[0], item[1]))]
+    return [dict(seen[key]) for _, key in sorted(scored, key=lambda item: (-item[0], item[1]))]
 
 
 async def activation_seeds(

@@ -9,7 +9,7 @@ from typing import Any
 from surrealdb.data.types.record_id import RecordID
 
 from kgapp.graph import queries
-from kgapp.graph.records import found, record_key
+from kgapp.graph.records import Fact, as_fact, found, record_key
 from kgapp.graph.search.reads import facts_near, record_id
 from kgapp.graph.store import TenantStore
 from kgapp.graph.time import Moment
@@ -46,7 +46,7 @@ async def graph_elements(
 
 async def _around(
     store: TenantStore, seed: RecordID, *, limit: int, moment: Moment | None, depth: int
-) -> tuple[dict[str, dict[str, Any]], list[dict[str, Any]]]:
+) -> tuple[dict[str, dict[str, Any]], list[Fact]]:
     """The seed, and the facts within `depth` hops of it (all of its neighbours' facts,
     history included, without a moment)."""
     start = found(await store.query_one(queries.GRAPH_ENTITY, {"id": seed}), "entity", seed)
@@ -59,7 +59,7 @@ async def _around(
 
 async def _most_connected(
     store: TenantStore, entity_types: Sequence[str], *, limit: int, moment: Moment | None
-) -> tuple[dict[str, dict[str, Any]], list[dict[str, Any]]]:
+) -> tuple[dict[str, dict[str, Any]], list[Fact]]:
     """The `limit` most connected entities (of `entity_types`, when given) and their
     facts (those visible at `moment`, when given)."""
     rows = (
@@ -76,7 +76,7 @@ async def _most_connected(
 
 
 async def _read_ends(
-    store: TenantStore, nodes: dict[str, dict[str, Any]], facts: list[dict[str, Any]]
+    store: TenantStore, nodes: dict[str, dict[str, Any]], facts: list[Fact]
 ) -> None:
     """Add to `nodes` the entities at the facts' ends not among them (in one round trip)."""
     ends = {record_key(e) for f in facts for e in (f["source"], f["target"])}
@@ -103,7 +103,7 @@ def _node(key: str, node: dict[str, Any], community: str | None) -> dict[str, An
     }
 
 
-def _edge(fact: dict[str, Any]) -> dict[str, Any]:
+def _edge(fact: Fact) -> dict[str, Any]:
     return {
         "data": {
             **fact,
@@ -127,9 +127,9 @@ async def _communities_of(store: TenantStore, keys: list[str]) -> dict[str, str]
     return found
 
 
-async def _all_facts(store: TenantStore, entities: list[Any], limit: int) -> list[dict[str, Any]]:
+async def _all_facts(store: TenantStore, entities: list[Any], limit: int) -> list[Fact]:
     """Every fact out of or into the entities, history included, once each."""
     unique = list({record_key(e): e for e in entities}.values())
     out, into = await store.query(queries.GRAPH_FACTS, {"entities": unique, "limit": limit})
-    facts = {record_key(f["id"]): f for f in (out or []) + (into or [])}
+    facts = {record_key(f["id"]): as_fact(f) for f in (out or []) + (into or [])}
     return list(facts.values())[:limit]

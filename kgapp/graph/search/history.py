@@ -8,14 +8,14 @@ from typing import Any
 from surrealdb.data.types.record_id import RecordID
 
 from kgapp.graph import queries
-from kgapp.graph.records import record_key
+from kgapp.graph.records import Fact, record_key
 from kgapp.graph.search.reads import fact_get
 from kgapp.graph.store import TenantStore
 
 HISTORY_HOPS = 64
 
 
-async def fact_history(store: TenantStore, fact: RecordID) -> list[dict[str, Any]]:
+async def fact_history(store: TenantStore, fact: RecordID) -> list[Fact]:
     """The supersession chain through `fact`, oldest first, in both directions (at most
     64 hops each way). A retired fact is followed by its revision (the same fact with its
     validity closed), then by the fact that ended it."""
@@ -35,7 +35,7 @@ async def fact_history(store: TenantStore, fact: RecordID) -> list[dict[str, Any
     return chain
 
 
-async def _next_link(store: TenantStore, fact: dict[str, Any], *, backwards: bool) -> Any:
+async def _next_link(store: TenantStore, fact: Fact, *, backwards: bool) -> Any:
     if backwards:
         return fact.get("revision_of") or fact.get("supersedes")
     revisions = await store.query_one(queries.FACT_REVISIONS, {"id": fact["id"]}) or []

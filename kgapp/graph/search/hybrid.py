@@ -94,15 +94,16 @@ async def _facts(
         for method, hits in ranked.items():  # read back only as far as ranking needs
             found[method] = [{"id": record_id(k), "score": score, STUB: True} for k, score in hits]
     if "bfs" in request.methods and request.center_entity is not None:
-        found["bfs"] = await facts_near(
+        near = await facts_near(
             store, [request.center_entity], request.moment, depth=request.bfs_depth, limit=pool
         )
+        found["bfs"] = [dict(fact) for fact in near]
     if activated:
         found["activation"] = activated
 
     async def current(keys: list[str]) -> dict[str, dict[str, Any]]:
         rows = await current_facts(store, index, keys)
-        return {k: row for k, row in rows.items() if request.moment.shows(row)}
+        return {k: dict(row) for k, row in rows.items() if request.moment.shows(row)}
 
     return await rank(store, request, found, vector, kind="facts", index=index, hydrate=current)
 

@@ -170,7 +170,8 @@ async def _local(
         per_fact=LINE_OVERHEAD,
         indexes=indexes,
     )
-    return entities, [facts[i] for i in bearing(request.question, [f["fact"] for f in facts])]
+    bear = bearing(request.question, [f["fact"] for f in facts])
+    return entities, [dict(facts[i]) for i in bear]
 
 
 async def _global(

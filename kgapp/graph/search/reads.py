@@ -9,7 +9,7 @@ as known at `known_at`; both default to now, which is "current only".
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from surrealdb.data.types.record_id import RecordID
@@ -17,7 +17,16 @@ from surrealdb.data.types.record_id import RecordID
 from kgapp.graph import queries
 from kgapp.graph.embeddings import Embedder
 from kgapp.graph.index import EntityIndex, FactIndex, entity_index, fact_index
-from kgapp.graph.records import found, record_key
+from kgapp.graph.records import (
+    Entity,
+    Episode,
+    Fact,
+    as_entity,
+    as_episode,
+    as_fact,
+    found,
+    record_key,
+)
 from kgapp.graph.store import TenantStore
 from kgapp.graph.text import canonical_name
 from kgapp.graph.time import Moment
@@ -51,12 +60,12 @@ def record_id(key: str) -> RecordID:
 
 async def current_facts(
     store: TenantStore, index: FactIndex, keys: Sequence[str]
-) -> dict[str, dict[str, Any]]:
+) -> dict[str, Fact]:
     """Facts as the database has them now, in one read (gone ones forgotten)."""
     if not keys:
         return {}
     rows = await store.query_one(queries.FACTS_BY_IDS, {"ids": [record_id(k) for k in keys]}) or []
-    current = {record_key(row["id"]): dict(row) for row in rows}
+    current = {record_key(row["id"]): as_fact(dict(row)) for row in rows}
     index.forget(k for k in keys if k not in current)
     return current
 
@@ -68,30 +77,29 @@ def entity_rows(index: EntityIndex, hits: list[tuple[str, float]]) -> list[dict[
 # --- records by id -----------------------------------------------------------------
 
 
-async def entity_get(store: TenantStore, entity: RecordID) -> dict[str, Any]:
+async def entity_get(store: TenantStore, entity: RecordID) -> Entity:
     row = await store.query_one(queries.ENTITY_GET, {"id": entity})
-    return dict(found(row, "entity", entity))
+    return as_entity(dict(found(row, "entity", entity)))
 
 
-async def fact_get(store: TenantStore, fact: RecordID) -> dict[str, Any]:
+async def fact_get(store: TenantStore, fact: RecordID) -> Fact:
     row = await store.query_one(queries.FACT_BY_ID, {"id": fact})
-    return dict(found(row, "fact", fact))
+    return as_fact(dict(found(row, "fact", fact)))
 
 
 async def entity_facts(
     store: TenantStore, entity: RecordID, moment: Moment
-) -> list[dict[str, Any]]:
+) -> list[Fact]:
     outgoing, incoming = await store.query(
         queries.FACTS_OF_ENTITY, {**moment.params(), "entity": entity}
     )
-    return sorted(
-        (outgoing or []) + (incoming or []), key=lambda f: (f["valid_at"], record_key(f["id"]))
-    )
+    facts = map(as_fact, (outgoing or []) + (incoming or []))
+    return sorted(facts, key=lambda f: (f["valid_at"], record_key(f["id"])))
 
 
 async def entity_episodes(
     store: TenantStore, entity: RecordID, *, limit: int = 20, offset: int = 0
-) -> list[dict[str, Any]]:
+) -> list[Episode]:
     """Episodes that mention the entity (up to `limit` after `offset`), newest first."""
     await entity_get(store, entity)  # 404 for an unknown entity
     times = await store.query_one(queries.ENTITY_EPISODE_TIMES, {"id": entity}) or []
@@ -99,7 +107,8 @@ async def entity_episodes(
     batch = queries.Batch()
     for row in newest[offset : offset + limit]:
         batch.add(queries.EPISODE_PASSAGE, id=row["id"])
-    return [row for row in await store.query(batch.sql, batch.params) if row] if batch else []
+    rows = await store.query(batch.sql, batch.params) if batch else []
+    return [as_episode(row) for row in rows if row]
 
 
 async def entities_lookup(
@@ -121,7 +130,7 @@ async def entities_lookup(
 # --- around entities ---------------------------------------------------------------
 
 
-def fact_endpoints(facts: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+def fact_endpoints(facts: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """The entities at either end of `facts`, once each, in order of appearance."""
     ends: dict[str, dict[str, Any]] = {}
     for fact in facts:
@@ -135,20 +144,20 @@ def fact_endpoints(facts: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
 
 async def facts_near_once(
     store: TenantStore, entities: Sequence[RecordID], moment: Moment, limit: int
-) -> list[dict[str, Any]]:
+) -> list[Fact]:
     """Visible facts out of or into `entities` (one hop, one statement): the outgoing
     ones, then the incoming ones, at most `limit` of each."""
     rows = await store.query(
         queries.FACTS_NEAR, {**moment.params(), "entities": list(entities), "limit": limit}
     )
-    return (rows[0] or []) + (rows[1] or [])
+    return [as_fact(row) for row in (rows[0] or []) + (rows[1] or [])]
 
 
 async def facts_near(
     store: TenantStore, seeds: list[RecordID], moment: Moment, *, depth: int, limit: int
-) -> list[dict[str, Any]]:
+) -> list[Fact]:
     """Visible facts within `depth` hops of the seeds, nearest first."""
-    seen: dict[str, dict[str, Any]] = {}
+    seen: dict[str, Fact] = {}
     frontier = {record_key(s): s for s in seeds}
     visited = set(frontier)
     for _ in range(max(1, depth)):
@@ -195,7 +204,7 @@ async def facts_touching(
     budget: int | None = None,
     per_fact: int = 0,
     indexes: Indexes | None = None,
-) -> list[dict[str, Any]]:
+) -> list[Fact]:
     """Visible facts with an end among `entities` (LightRAG's one hop), those touching
     most of them first, then the most confident and recent; one read of the database,
     of no more facts than `budget` tokens could hold (see FactIndex.touching)."""
