@@ -1,4 +1,6 @@
 """Job records: what a background task is doing, kept in the tenant's own namespace.
+`job_run` is the one lifecycle every kind of job goes through (queued, running, then
+completed, failed or paused).
 
 While a worker runs a job it refreshes the job's `heartbeat_at` (`with_heartbeat`). A
 job left `running` with an old heartbeat lost its worker to a crash or a SIGKILL, which
@@ -14,6 +16,7 @@ import contextlib
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from surrealdb.data.types.record_id import RecordID
@@ -31,6 +34,27 @@ JOB_STATUSES = ("queued", "running", "completed", "failed", "paused", "cancelled
 
 class JobNotFound(NotFound):
     pass
+
+
+# What a job's work hands back: its counts and timings (the job completed) ...
+Tally = tuple[dict[str, int], dict[str, float]]
+
+
+@dataclass
+class JobReport:
+    """... or how it ended, in full: the status, counts and timings, the failures of its
+    parts, notes for the user, the error; a kind of job says what else it keeps as its
+    `result`."""
+
+    status: str = "completed"  # completed | failed | paused
+    counts: dict[str, int] = field(default_factory=dict)
+    timings: dict[str, float] = field(default_factory=dict)
+    failures: list[dict[str, Any]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    error: str | None = None
+
+    def result(self) -> dict[str, Any]:
+        return {}
 
 
 async def job_create(
@@ -85,28 +109,64 @@ async def job_fail(store: TenantStore, job: RecordID, *, error: str) -> None:
     await store.query(queries.JOB_FAIL, {"job": job, "error": error[:2000]})
 
 
+async def job_report(store: TenantStore, job: RecordID, report: JobReport) -> None:
+    await store.query(
+        queries.JOB_REPORT,
+        {
+            "job": job,
+            "status": report.status,
+            "counts": report.counts,
+            "timings": report.timings,
+            "failures": report.failures,
+            "notes": report.notes,
+            "error": report.error,
+            "result": report.result(),
+        },
+    )
+
+
+def failure_reason(error: BaseException) -> str:
+    """How a failed job states an unexpected error: "ValueError: what it said"."""
+    return f"{type(error).__name__}: {error}"
+
+
 async def job_run(
     store: TenantStore,
     job: RecordID,
-    work: Callable[[TenantStore], Awaitable[tuple[dict[str, int], dict[str, float]]]],
+    work: Callable[[TenantStore], Awaitable[Tally | JobReport]],
+    *,
+    retried: tuple[type[Exception], ...] = (GraphUnavailable,),
+    failed: Callable[[Exception], JobReport] | None = None,
+    ended: Callable[[JobReport], Awaitable[None]] | None = None,
 ) -> dict[str, Any]:
-    """Run `work` as job `job`: mark it running, then completed with the counts and
-    timings `work` returns, or failed with the reason.
+    """Run `work` as job `job`: the one place a job goes from queued to running and on
+    to completed, failed or paused. It is marked running; then completed with the
+    counts and timings `work` returns, or as the JobReport it returns says.
 
-    A job that already finished (a redelivered task) is returned as it is. When the
-    store is unreachable the job stays running and the error propagates, so the task
-    can retry it.
+    A job that already finished (a redelivered task) is returned as it is. An error of
+    `retried` (the store being unreachable) leaves the job running and propagates, so
+    the task can retry it. Any other error fails the job: with the report `failed`
+    makes of it, the error then being handled; without `failed`, with the error's
+    reason, the error propagating. `ended` runs once a report is written.
     """
     if await job_start(store, job) is None:
         return await job_get(store, job)
     try:
-        counts, timings = await work(store)
-    except GraphUnavailable:
+        outcome = await work(store)
+    except retried:
         raise
     except Exception as error:
-        await job_fail(store, job, error=f"{type(error).__name__}: {error}")
-        raise
-    await job_finish(store, job, counts=counts, timings=timings)
+        if failed is None:
+            await job_fail(store, job, error=failure_reason(error))
+            raise
+        outcome = failed(error)
+    if isinstance(outcome, JobReport):
+        await job_report(store, job, outcome)
+        if ended is not None:
+            await ended(outcome)
+    else:
+        counts, timings = outcome
+        await job_finish(store, job, counts=counts, timings=timings)
     return await job_get(store, job)
 
 
@@ -175,3 +235,4 @@ async def requeue_stale(
         if job:
             requeued.append(dict(job))
     return requeued
+

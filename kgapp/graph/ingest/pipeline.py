@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 from surrealdb.data.types.record_id import RecordID
 
-from kgapp.graph import communities, queries
+from kgapp.graph import communities, jobs, queries
 from kgapp.graph.chunking import passage_units
 from kgapp.graph.embeddings import Embedder
 from kgapp.graph.errors import GraphUnavailable, QueryFailed, UniqueViolation
@@ -42,15 +42,14 @@ EXTRACT_AHEAD = 1
 
 
 @dataclass
-class IngestReport:
-    status: str = "completed"  # completed | failed | paused
-    counts: dict[str, int] = field(default_factory=dict)
-    timings: dict[str, float] = field(default_factory=dict)
-    failures: list[dict[str, Any]] = field(default_factory=list)
+class IngestReport(jobs.JobReport):
+    """An ingest job's report, with the episodes it wrote and what extracted them."""
+
     episodes: list[str] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    error: str | None = None
     extractor: str = ""  # what extracted: the model's name, or the offline pipeline
+
+    def result(self) -> dict[str, Any]:
+        return {"episodes": self.episodes[:1000], "extractor": self.extractor}
 
 
 async def ingest_episode(ctx: IngestContext, episode: EpisodeInput) -> RecordID | None:

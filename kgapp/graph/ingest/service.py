@@ -122,51 +122,57 @@ async def ingest_run(
     extractor: OfflineExtractor | None = None,
     pdf: PdfLimits | None = None,
 ) -> dict[str, Any]:
-    """Run an ingest job to its end. Idempotent: a finished job is left as it is, and a
+    """Run an ingest job to its end, through `jobs.job_run` (queued, running, then
+    completed, failed or paused). Idempotent: a finished job is left as it is, and a
     retried one skips the episodes it already wrote. Without `llm`, `extractor` extracts
-    (None: the default spaCy pipeline). A PDF document is read here, within `pdf`
-    (None: the defaults); one it cannot read fails the job, saying why."""
-    if await jobs.job_start(store, job) is None:
-        return await jobs.job_get(store, job)
-    row = await jobs.job_get(store, job)
-    document = row.get("document")
-    try:
-        if document is not None:
-            episodes = await _document_episodes(store, document, pdf or PdfLimits())
-            await _document_status(store, document, "extracting", chunks=len(episodes))
+    (None: the default spaCy pipeline). A PDF document is read here, within `pdf` (None:
+    the defaults); one it cannot read fails the job, saying why. The store failing
+    leaves the job running, for the task to retry."""
+    run = _IngestRun(store, job, embedder, llm, extractor, pdf or PdfLimits())
+    return await jobs.job_run(
+        store, job, run.work, retried=(GraphError,), failed=run.failed, ended=run.ended
+    )
+
+
+@dataclass
+class _IngestRun:
+    """One run of an ingest job: its work, the report of a failure, and its document's
+    status once the job's report is written."""
+
+    store: TenantStore
+    job: RecordID
+    embedder: Embedder
+    llm: LLMClient | None
+    extractor: OfflineExtractor | None
+    pdf: PdfLimits
+    document: RecordID | None = None
+
+    async def work(self, store: TenantStore) -> IngestReport:
+        row = await jobs.job_get(store, self.job)
+        self.document = row.get("document")
+        if self.document is not None:
+            episodes = await _document_episodes(store, self.document, self.pdf)
+            await _document_status(store, self.document, "extracting", chunks=len(episodes))
         else:
             episodes = [_episode_from_params(p) for p in row["params"]["episodes"]]
-        report = await ingest_job(
-            store, job, episodes, embedder=embedder, llm=llm, extractor=extractor
+        return await ingest_job(
+            store,
+            self.job,
+            episodes,
+            embedder=self.embedder,
+            llm=self.llm,
+            extractor=self.extractor,
         )
-    except GraphError:
-        raise
-    except DocumentError as error:  # its message is for the user as it is
-        report = IngestReport(status="failed", error=str(error))
-    except Exception as error:
-        report = IngestReport(status="failed", error=f"{type(error).__name__}: {error}")
-    await _report(store, job, report)
-    if document is not None:
-        status = {"completed": "completed", "paused": "extracting"}.get(report.status, "failed")
-        await _document_status(store, document, status, error=report.error)
-    return await jobs.job_get(store, job)
 
+    def failed(self, error: Exception) -> IngestReport:
+        # A DocumentError's message is for the user as it is.
+        reason = str(error) if isinstance(error, DocumentError) else jobs.failure_reason(error)
+        return IngestReport(status="failed", error=reason)
 
-async def _report(store: TenantStore, job: RecordID, report: IngestReport) -> None:
-    status = report.status
-    await store.query(
-        queries.JOB_REPORT,
-        {
-            "job": job,
-            "status": status,
-            "counts": report.counts,
-            "timings": report.timings,
-            "failures": report.failures,
-            "notes": report.notes,
-            "error": report.error,
-            "result": {"episodes": report.episodes[:1000], "extractor": report.extractor},
-        },
-    )
+    async def ended(self, report: jobs.JobReport) -> None:
+        if self.document is not None:
+            status = {"completed": "completed", "paused": "extracting"}.get(report.status, "failed")
+            await _document_status(self.store, self.document, status, error=report.error)
 
 
 async def _document_episodes(
