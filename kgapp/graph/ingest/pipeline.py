@@ -1,5 +1,6 @@
-"""The ingestion pipeline: the ordered stages for one episode, and a job's loop over
-its episodes with progress, per-episode failures and pausing on exhausted quota."""
+"""The ingestion pipeline: a document's stage (read, chunk into episodes), the ordered
+stages for one episode (prepare, extract, resolve, decide, persist), and a job's loop
+over its episodes with progress, per-episode failures and pausing on exhausted quota."""
 
 from __future__ import annotations
 
@@ -19,8 +20,10 @@ from surrealdb.data.types.record_id import RecordID
 
 from kgapp.graph import communities, jobs, queries
 from kgapp.graph.chunking import passage_units
+from kgapp.graph.documents.pdf import PdfLimits
 from kgapp.graph.embeddings import Embedder
 from kgapp.graph.errors import GraphUnavailable, QueryFailed, UniqueViolation
+from kgapp.graph.ingest.chunk import chunk, document_status, read_document
 from kgapp.graph.ingest.decide import decide
 from kgapp.graph.ingest.extract import drafts_from, extract, extract_ahead
 from kgapp.graph.ingest.model import EpisodeInput, EpisodeWork, IngestContext
@@ -117,6 +120,23 @@ async def ingest_context(
         now=datetime.now(UTC),
         extractor=extractor,
     )
+
+
+async def ingest_document(
+    store: TenantStore,
+    job: RecordID,
+    document: RecordID,
+    *,
+    embedder: Embedder,
+    llm: LLMClient | None,
+    extractor: OfflineExtractor | None = None,
+    pdf: PdfLimits,
+) -> IngestReport:
+    """Ingest document `document` as job `job`: read it (a PDF's text extracted within
+    `pdf`), chunk it into episodes, then ingest those as `ingest_job` does."""
+    episodes = chunk(document, await read_document(store, document, pdf))
+    await document_status(store, document, "extracting", chunks=len(episodes))
+    return await ingest_job(store, job, episodes, embedder=embedder, llm=llm, extractor=extractor)
 
 
 async def ingest_job(

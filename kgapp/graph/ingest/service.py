@@ -13,19 +13,20 @@ from typing import Any
 from surrealdb.data.types.record_id import RecordID
 
 from kgapp.graph import jobs, queries
-from kgapp.graph.chunking import chunk_text, group_messages
 from kgapp.graph.documents.errors import DocumentError
-from kgapp.graph.documents.messages import Message, format_messages
-from kgapp.graph.documents.pdf import PdfLimits, pdf_text
+from kgapp.graph.documents.messages import Message
+from kgapp.graph.documents.pdf import PdfLimits
 from kgapp.graph.documents.upload import ParsedDocument
 from kgapp.graph.embeddings import Embedder
 from kgapp.graph.errors import GraphError, NotFound, UniqueViolation, WriteConflict
+from kgapp.graph.ingest.chunk import document_status
 from kgapp.graph.ingest.extract import drafts_from
 from kgapp.graph.ingest.model import EpisodeInput, EpisodeWork
 from kgapp.graph.ingest.offline import OfflineExtractor
 from kgapp.graph.ingest.pipeline import (
     IngestReport,
     ingest_context,
+    ingest_document,
     ingest_job,
     resolve_and_persist,
 )
@@ -36,10 +37,6 @@ from kgapp.graph.records import record_key, to_json
 from kgapp.graph.store import TenantStore
 from kgapp.graph.text import content_hash
 from kgapp.graph.time import parse_when
-
-CHUNK_TOKENS = 800
-CHUNK_OVERLAP = 100
-
 
 # --- submitting --------------------------------------------------------------------------
 
@@ -151,10 +148,16 @@ class _IngestRun:
         row = await jobs.job_get(store, self.job)
         self.document = row.get("document")
         if self.document is not None:
-            episodes = await _document_episodes(store, self.document, self.pdf)
-            await _document_status(store, self.document, "extracting", chunks=len(episodes))
-        else:
-            episodes = [_episode_from_params(p) for p in row["params"]["episodes"]]
+            return await ingest_document(
+                store,
+                self.job,
+                self.document,
+                embedder=self.embedder,
+                llm=self.llm,
+                extractor=self.extractor,
+                pdf=self.pdf,
+            )
+        episodes = [_episode_from_params(p) for p in row["params"]["episodes"]]
         return await ingest_job(
             store,
             self.job,
@@ -172,73 +175,7 @@ class _IngestRun:
     async def ended(self, report: jobs.JobReport) -> None:
         if self.document is not None:
             status = {"completed": "completed", "paused": "extracting"}.get(report.status, "failed")
-            await _document_status(self.store, self.document, status, error=report.error)
-
-
-async def _document_episodes(
-    store: TenantStore, document: RecordID, pdf: PdfLimits
-) -> list[EpisodeInput]:
-    row = await store.query_one(queries.DOCUMENT_CONTENT, {"id": document})
-    if not row:
-        raise NotFound(f"document {document} is gone")
-    await _document_status(store, document, "chunking")
-    if row["kind"] == "pdf":
-        text = await pdf_text(row["file_name"], row["raw"], pdf)
-        await store.query(queries.DOCUMENT_TEXT_SET, {"id": document, "text": text})
-        row = {**row, "kind": "text", "text": text}
-    saga = record_key(document)
-    description = f"document {row['file_name']}"
-    if row["kind"] == "conversation":
-        messages = [
-            Message(m["speaker"], m["text"], parse_when(m.get("timestamp")))
-            for m in row.get("messages") or []
-        ]
-        episodes = []
-        for index, group in enumerate(group_messages(messages)):
-            when = next((m.timestamp for m in group if m.timestamp), None) or row["created_at"]
-            content = format_messages(group)
-            episodes.append(
-                EpisodeInput(
-                    content=content,
-                    source="message",
-                    reference_time=when,
-                    saga=saga,
-                    source_description=description,
-                    document=document,
-                    chunk_index=index,
-                    name=f"{row['file_name']} #{index + 1}",
-                )
-            )
-        return episodes
-    return [
-        EpisodeInput(
-            content=chunk.text,
-            source="chunk",
-            reference_time=row["created_at"],
-            saga=saga,
-            source_description=description,
-            document=document,
-            chunk_index=chunk.index,
-            name=f"{row['file_name']} #{chunk.index + 1}",
-        )
-        for chunk in chunk_text(
-            row.get("text") or "", max_tokens=CHUNK_TOKENS, overlap_tokens=CHUNK_OVERLAP
-        )
-    ]
-
-
-async def _document_status(
-    store: TenantStore,
-    document: RecordID,
-    status: str,
-    *,
-    chunks: int | None = None,
-    error: str | None = None,
-) -> None:
-    await store.query(
-        queries.DOCUMENT_STATUS,
-        {"id": document, "status": status, "chunks": chunks, "error": error},
-    )
+            await document_status(self.store, self.document, status, error=report.error)
 
 
 def _episode_from_params(params: dict[str, Any]) -> EpisodeInput:

@@ -1,0 +1,98 @@
+"""Stage: a document read and cut into the episodes the other stages take one by one.
+
+Text is cut by tokens (`chunking.chunk_text`); a conversation into windows of its
+messages (`chunking.group_messages`). A PDF's text is extracted first, in the worker.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from surrealdb.data.types.record_id import RecordID
+
+from kgapp.graph import queries
+from kgapp.graph.chunking import chunk_text, group_messages
+from kgapp.graph.documents.messages import Message, format_messages
+from kgapp.graph.documents.pdf import PdfLimits, pdf_text
+from kgapp.graph.errors import NotFound
+from kgapp.graph.ingest.model import EpisodeInput
+from kgapp.graph.records import record_key
+from kgapp.graph.store import TenantStore
+from kgapp.graph.time import parse_when
+
+CHUNK_TOKENS = 800
+CHUNK_OVERLAP = 100
+
+
+async def read_document(store: TenantStore, document: RecordID, pdf: PdfLimits) -> dict[str, Any]:
+    """The document's content, the document now `chunking`; a PDF's text is extracted
+    within `pdf` and kept as the document's text (it is a text document from then on)."""
+    row = await store.query_one(queries.DOCUMENT_CONTENT, {"id": document})
+    if not row:
+        raise NotFound(f"document {document} is gone")
+    await document_status(store, document, "chunking")
+    if row["kind"] == "pdf":
+        text = await pdf_text(row["file_name"], row["raw"], pdf)
+        await store.query(queries.DOCUMENT_TEXT_SET, {"id": document, "text": text})
+        row = {**row, "kind": "text", "text": text}
+    return dict(row)
+
+
+def chunk(document: RecordID, row: dict[str, Any]) -> list[EpisodeInput]:
+    """The episodes of the document `row` (as `read_document` gives it), in order."""
+    if row["kind"] == "conversation":
+        return _conversation_episodes(document, row)
+    return [
+        EpisodeInput(
+            content=piece.text,
+            source="chunk",
+            reference_time=row["created_at"],
+            saga=record_key(document),
+            source_description=f"document {row['file_name']}",
+            document=document,
+            chunk_index=piece.index,
+            name=f"{row['file_name']} #{piece.index + 1}",
+        )
+        for piece in chunk_text(
+            row.get("text") or "", max_tokens=CHUNK_TOKENS, overlap_tokens=CHUNK_OVERLAP
+        )
+    ]
+
+
+def _conversation_episodes(document: RecordID, row: dict[str, Any]) -> list[EpisodeInput]:
+    """One episode per window of messages; its time is its first message's, else the
+    upload's."""
+    messages = [
+        Message(m["speaker"], m["text"], parse_when(m.get("timestamp")))
+        for m in row.get("messages") or []
+    ]
+    episodes = []
+    for index, group in enumerate(group_messages(messages)):
+        when = next((m.timestamp for m in group if m.timestamp), None) or row["created_at"]
+        episodes.append(
+            EpisodeInput(
+                content=format_messages(group),
+                source="message",
+                reference_time=when,
+                saga=record_key(document),
+                source_description=f"document {row['file_name']}",
+                document=document,
+                chunk_index=index,
+                name=f"{row['file_name']} #{index + 1}",
+            )
+        )
+    return episodes
+
+
+async def document_status(
+    store: TenantStore,
+    document: RecordID,
+    status: str,
+    *,
+    chunks: int | None = None,
+    error: str | None = None,
+) -> None:
+    await store.query(
+        queries.DOCUMENT_STATUS,
+        {"id": document, "status": status, "chunks": chunks, "error": error},
+    )
