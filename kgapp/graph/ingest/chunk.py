@@ -72,6 +72,7 @@ def _conversation_episodes(document: RecordID, row: dict[str, Any]) -> list[Epis
         episodes.append(
             EpisodeInput(
                 content=format_messages(group),
+                messages=group,
                 source="message",
                 reference_time=when,
                 saga=record_key(document),

@@ -5,10 +5,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import cast
 
-from kgapp.graph.documents.messages import parse_message_lines
 from kgapp.graph.embeddings import EmbeddingError
 from kgapp.graph.ingest.model import (
     EntityDraft,
@@ -28,8 +27,7 @@ from kgapp.graph.time import parse_when
 
 async def extract(ctx: IngestContext, work: EpisodeWork) -> None:
     episode = work.input
-    _, screened_text = _speakers_and_text(episode)
-    screening = screen_text(screened_text)
+    screening = screen_text(_screened_text(episode))
     if screening.flagged:
         work.screened_out = screening.reasons
         ctx.counts["episodes_screened_out"] += 1
@@ -63,14 +61,12 @@ async def extract(ctx: IngestContext, work: EpisodeWork) -> None:
     ctx.counts["facts_extracted"] += len(work.facts)
 
 
-def _speakers_and_text(episode: EpisodeInput) -> tuple[tuple[str, ...], str]:
-    """A message episode's speakers and the text that is screened (speaker labels such
-    as "assistant:" are data here, not role switches); no speakers otherwise."""
+def _screened_text(episode: EpisodeInput) -> str:
+    """The text that is screened: a message episode's messages without their speakers
+    (speaker labels such as "assistant:" are data here, not role switches)."""
     if episode.source != "message":
-        return (), episode.content
-    messages = parse_message_lines(episode.content)
-    speakers = tuple(dict.fromkeys(m.speaker for m in messages))
-    return speakers, "\n".join(m.text for m in messages)
+        return episode.content
+    return "\n".join(m.text for m in episode.turns)
 
 
 def extract_ahead(ctx: IngestContext, episode: EpisodeInput) -> None:
@@ -81,14 +77,17 @@ def extract_ahead(ctx: IngestContext, episode: EpisodeInput) -> None:
     key = _ahead_key(episode)
     if ctx.llm is not None or key in ctx.ahead or not extractor.available:
         return
-    speakers, _ = _speakers_and_text(episode)
+    messages = [replace(m, text=visible_text(m.text)) for m in episode.turns]
 
     def run() -> Extraction:
-        extraction = extractor.extract(
-            visible_text(episode.content),
-            reference_time=episode.reference_time,
-            speakers=speakers,
-        )
+        if messages:
+            extraction = extractor.extract_conversation(
+                messages, reference_time=episode.reference_time
+            )
+        else:
+            extraction = extractor.extract(
+                visible_text(episode.content), reference_time=episode.reference_time
+            )
         names = list(dict.fromkeys(display_name(e.name) for e in extraction.entities))
         names = [n for n in names if n and n not in ctx.name_vectors]
         # On failure resolution embeds them itself, and reports the error there.

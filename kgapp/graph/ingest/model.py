@@ -10,10 +10,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import cached_property
 from typing import Any, Literal
 
 from surrealdb.data.types.record_id import RecordID
 
+from kgapp.graph.documents.messages import Message, parse_message_lines
 from kgapp.graph.embeddings import Embedder
 from kgapp.graph.ingest.offline import OfflineExtractor
 from kgapp.graph.llm.client import LLMClient
@@ -31,7 +33,11 @@ def new_key() -> str:
 
 @dataclass(frozen=True)
 class EpisodeInput:
-    """One episode to ingest, as the API or the document splitter hands it over."""
+    """One episode to ingest, as the API or the document splitter hands it over.
+
+    A conversation's window (source `message`) keeps its `messages` (speaker, text,
+    time) as well as their `speaker: text` lines in `content`, which is what is stored
+    and what a model is shown."""
 
     content: str
     source: Source
@@ -41,6 +47,19 @@ class EpisodeInput:
     saga: str | None = None
     document: RecordID | None = None
     chunk_index: int | None = None
+    messages: tuple[Message, ...] = ()
+
+    @cached_property
+    def turns(self) -> tuple[Message, ...]:
+        """The messages of a `message` episode that say something: those its document
+        gave, or else those of its `speaker: text` lines (an episode posted through the
+        API), read once; none for other sources. DocumentError (a ValueError) when the
+        lines are no messages."""
+        if self.source != "message":
+            return ()
+        if not self.messages:
+            return parse_message_lines(self.content)
+        return tuple(m for m in self.messages if m.text.strip())
 
 
 @dataclass

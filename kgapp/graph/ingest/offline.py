@@ -45,6 +45,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kgapp.graph.documents.messages import Message, parse_message_lines
 from kgapp.graph.llm.prompts.extract import (
     MAX_ENTITIES,
     MAX_FACTS,
@@ -175,15 +176,37 @@ class OfflineExtractor:
     def extract(
         self, content: str, *, reference_time: datetime, speakers: Iterable[str] = ()
     ) -> Extraction:
-        """Entities and facts of `content` (see the module docstring). `speakers` are
-        the speakers of a message episode, whose lines read "Speaker: text"; raises
-        ExtractorUnavailable when the pipeline cannot load."""
+        """Entities and facts of `content` (see the module docstring), one text; with
+        `speakers`, a conversation in `speaker: text` lines (as `extract_conversation`
+        takes it once they are read). Raises ExtractorUnavailable when the pipeline
+        cannot load."""
+        if any(s.strip() for s in speakers):
+            messages = parse_message_lines(content)
+            return self.extract_conversation(messages, reference_time=reference_time, cast=speakers)
+        return self._extract([_Turn(None, None, _PHOTO.sub("", content))], [], reference_time)
+
+    def extract_conversation(
+        self,
+        messages: Iterable[Message],
+        *,
+        reference_time: datetime,
+        cast: Iterable[str] | None = None,
+    ) -> Extraction:
+        """Entities and facts of a conversation, turn by turn: who says "I" is the
+        message's speaker. `cast` is everyone taking part (by default, the speakers of
+        `messages`); raises ExtractorUnavailable when the pipeline cannot load."""
+        messages = list(messages)
+        names = cast if cast is not None else (m.speaker for m in messages)
+        speakers = list(dict.fromkeys(s.strip() for s in names if s.strip()))
+        return self._extract(_turns(messages, speakers), speakers, reference_time)
+
+    def _extract(
+        self, turns: list[_Turn], speakers: list[str], reference_time: datetime
+    ) -> Extraction:
         nlp = _load(self.model_name)
-        cast = list(dict.fromkeys(s.strip() for s in speakers if s.strip()))
-        turns = _turns(content, cast)
         with _parsing:
             docs = _parse(nlp, [t.text for t in turns])
-        reader = _Reader(reference_time, cast, docs, _modifiers_of[self.model_name])
+        reader = _Reader(reference_time, speakers, docs, _modifiers_of[self.model_name])
         for turn, doc in zip(turns, docs, strict=True):
             reader.read(doc, turn)
         return reader.extraction()
@@ -223,24 +246,16 @@ class _Turn:
     text: str
 
 
-def _turns(content: str, speakers: list[str]) -> list[_Turn]:
-    """Message episodes ("Speaker: text" lines, indented continuations) as turns; any
-    other content is one turn without a speaker."""
-    if not speakers:
-        return [_Turn(None, None, _PHOTO.sub("", content))]
-    lines: list[tuple[str | None, list[str]]] = []
-    for line in content.splitlines():
-        speaker, sep, text = line.partition(":")
-        if sep and not line[:1].isspace() and speaker.strip() in speakers:
-            lines.append((speaker.strip(), [text.strip()]))
-        elif lines and line.strip():
-            lines[-1][1].append(line.strip())
-        elif line.strip():
-            lines.append((None, [line.strip()]))
-    return [
-        _Turn(speaker, _other(speaker, speakers), _PHOTO.sub("", " ".join(parts)).strip())
-        for speaker, parts in lines
-    ]
+def _turns(messages: list[Message], speakers: list[str]) -> list[_Turn]:
+    """The messages that say something as turns, the lines of each joined."""
+    turns = []
+    for message in messages:
+        lines = [line.strip() for line in message.text.splitlines() if line.strip()]
+        if lines:
+            speaker = message.speaker.strip()
+            text = _PHOTO.sub("", " ".join(lines)).strip()
+            turns.append(_Turn(speaker, _other(speaker, speakers), text))
+    return turns
 
 
 def _other(speaker: str | None, speakers: list[str]) -> str | None:

@@ -96,6 +96,7 @@ def _episode_params(episode: EpisodeInput) -> dict[str, Any]:
     row = asdict(episode)
     row["reference_time"] = episode.reference_time.isoformat()
     row["document"] = None
+    del row["messages"]  # an episode posted through the API has its lines only
     return row
 
 
