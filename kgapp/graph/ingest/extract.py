@@ -16,7 +16,11 @@ from kgapp.graph.ingest.model import (
     FactDraft,
     IngestContext,
 )
-from kgapp.graph.ingest.offline import DEFAULT_MODEL, ExtractorUnavailable, OfflineExtractor
+from kgapp.graph.ingest.offline.extractor import (
+    DEFAULT_MODEL,
+    ExtractorUnavailable,
+    OfflineExtractor,
+)
 from kgapp.graph.ingest.screen import screen_text
 from kgapp.graph.llm.prompts import extract as prompt
 from kgapp.graph.llm.prompts.extract import ExtractedFact, Extraction

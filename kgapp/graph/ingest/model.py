@@ -17,7 +17,7 @@ from surrealdb.data.types.record_id import RecordID
 
 from kgapp.graph.documents.messages import Message, parse_message_lines
 from kgapp.graph.embeddings import Embedder
-from kgapp.graph.ingest.offline import OfflineExtractor
+from kgapp.graph.ingest.offline.extractor import OfflineExtractor
 from kgapp.graph.llm.client import LLMClient
 from kgapp.graph.ontology import Ontology
 from kgapp.graph.store import TenantStore

@@ -27,7 +27,7 @@ from kgapp.graph.ingest.chunk import chunk, document_status, read_document
 from kgapp.graph.ingest.decide import decide
 from kgapp.graph.ingest.extract import drafts_from, extract, extract_ahead
 from kgapp.graph.ingest.model import EpisodeInput, EpisodeWork, IngestContext
-from kgapp.graph.ingest.offline import OfflineExtractor
+from kgapp.graph.ingest.offline.extractor import OfflineExtractor
 from kgapp.graph.ingest.persist import persist
 from kgapp.graph.ingest.prepare import prepare
 from kgapp.graph.ingest.resolve_entities import resolve_entities

@@ -22,7 +22,7 @@ from kgapp.graph.errors import GraphError, NotFound, UniqueViolation, WriteConfl
 from kgapp.graph.ingest.chunk import document_status
 from kgapp.graph.ingest.extract import drafts_from
 from kgapp.graph.ingest.model import EpisodeInput, EpisodeWork
-from kgapp.graph.ingest.offline import OfflineExtractor
+from kgapp.graph.ingest.offline.extractor import OfflineExtractor
 from kgapp.graph.ingest.pipeline import (
     IngestReport,
     ingest_context,

@@ -1,0 +1,147 @@
+"""Noun phrases: which name a thing, how they are written, and their type."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from kgapp.graph.ingest.offline.turns import Turn
+from kgapp.graph.ingest.offline.vocabulary import (
+    AMOUNTS,
+    CALENDAR_WORDS,
+    CHAT_WORDS,
+    DATE_LABELS,
+    DISCOURSE,
+    EVALUATIVE,
+    EVENT_HEADS,
+    GENERIC,
+    ORGANIZATION_HEADS,
+    PLACE_HEADS,
+    SPLIT_WORDS,
+)
+
+if TYPE_CHECKING:
+    from spacy.tokens import Token
+
+
+def proper(tokens: list[Token], entity_type: str) -> bool:
+    """A name has a capital or a digit, and is not a pronoun, a discourse word or a
+    number."""
+    first = tokens[0].lower_.strip("'")
+    if first in DISCOURSE or any(t.pos_ == "PRON" or t.text in ("'", ",") for t in tokens):
+        return False
+    if any(t.lower_.strip(".") in CALENDAR_WORDS for t in tokens):
+        return False
+    if all(t.like_num or not t.is_alpha for t in tokens) or len(written(tokens)) < 2:
+        return False
+    if entity_type in ("Concept",):
+        return any(t.text[:1].isupper() for t in tokens)
+    return any(t.text[:1].isupper() or t.text[:1].isdigit() for t in tokens)
+
+
+def modifiers(root: Token) -> list[Token]:
+    """The words right before `root` that make it specific: compounds, classifying
+    adjectives and their hyphens ("LGBTQ support", "contemporary", "non-profit")."""
+    kept: list[Token] = []
+    index = root.i - 1
+    while index >= 0:
+        token = root.doc[index]
+        if not _specifies(token, root):
+            break
+        kept.insert(0, token)
+        index -= 1
+    while kept and (kept[0].is_punct or kept[0].dep_ == "case"):
+        kept.pop(0)
+    return kept
+
+
+def _specifies(token: Token, root: Token) -> bool:
+    if token.is_punct:
+        return token.text == "-" and not token.whitespace_
+    if token.head.i <= token.i or token.head.i > root.i or token.ent_type_ in DATE_LABELS:
+        return False
+    if token.dep_ in ("compound", "nmod"):
+        return token.pos_ in ("NOUN", "PROPN", "ADJ", "VERB", "X") and token.lower_ not in AMOUNTS
+    if token.dep_ == "amod":
+        return (
+            token.lower_ not in EVALUATIVE
+            and token.lemma_.lower() not in EVALUATIVE
+            and token.tag_ not in ("JJR", "JJS")
+            and not any(c.dep_ == "advmod" for c in token.children)
+        )
+    return False
+
+
+def names_a_thing(tokens: list[Token]) -> bool:
+    root = tokens[-1]
+    lower, lemma = root.lower_, root.lemma_.lower()
+    if lower in GENERIC or lemma in GENERIC or lower in CALENDAR_WORDS or root.like_num:
+        return False
+    if tokens[0].lower_ in DISCOURSE or not root.is_alpha or len(root.text) < 3:
+        return False
+    if root.i + 1 < len(root.doc) and root.nbor().text == "-" and not root.whitespace_:
+        return False  # the first half of a hyphenated word: "de-stress"
+    return not any(t.pos_ == "PRON" or t.like_num for t in tokens)
+
+
+def head_type(root: Token) -> str:
+    lemma, lower = root.lemma_.lower(), root.lower_
+    for heads, entity_type in (
+        (EVENT_HEADS, "Event"),
+        (ORGANIZATION_HEADS, "Organization"),
+        (PLACE_HEADS, "Location"),
+    ):
+        if lemma in heads or lower in heads:
+            return entity_type
+    return "Concept"
+
+
+def written(tokens: list[Token], *, lower_initial: bool = False) -> str:
+    """The tokens as written; a sentence-initial common word lower-cased as it would be
+    mid-sentence; a sentence-final "Corp." loses the full stop it shares."""
+    out = []
+    for token in tokens:
+        text = token.text
+        if lower_initial and token.is_sent_start and token.pos_ != "PROPN" and text.istitle():
+            text = text.lower()
+        out.append(text + (token.whitespace_ if token is not tokens[-1] else ""))
+    name = "".join(out).strip()
+    last = tokens[-1]
+    if name.endswith(".") and (last.i + 1 == len(last.doc) or last.nbor().is_space):
+        name = name[:-1]
+    return name.strip(" \"'-,;:!?")
+
+
+def phrase_tokens(root: Token) -> list[Token]:
+    """The noun phrase up to its head, as written: "the new pottery class", "my job",
+    "one-on-one mentoring"."""
+    start = min(t.i for t in root.subtree if t.i <= root.i and _in_phrase(t, root))
+    return list(root.doc[start : root.i + 1])
+
+
+def phrase_text(root: Token, turn: Turn) -> str:
+    """The noun phrase as the fact sentence shows it: "the pottery class", with "my"
+    and "your" replaced by the speakers' names."""
+    return " ".join(as_said(t, turn) for t in phrase_tokens(root)) or root.text
+
+
+def _in_phrase(token: Token, root: Token) -> bool:
+    return token is root or (
+        token.dep_ in ("det", "poss", "amod", "compound", "nmod", "nummod", "case", "punct")
+        and token.i >= root.left_edge.i
+    )
+
+
+def as_said(token: Token, turn: Turn) -> str:
+    lower = token.lower_
+    if lower in ("my", "our") and turn.speaker:
+        return f"{turn.speaker}'s"
+    if lower == "your" and turn.other:
+        return f"{turn.other}'s"
+    if lower in SPLIT_WORDS and (not token.whitespace_ or lower in ("na", "ta")):
+        return SPLIT_WORDS[lower]
+    if lower in CHAT_WORDS:
+        return CHAT_WORDS[lower]
+    capital = token.pos_ != "PROPN" and token.text.istitle() and token.text != "I"
+    if capital and (token.is_sent_start or token.pos_ in ("VERB", "AUX", "DET", "ADP")):
+        return lower
+    return token.text
