@@ -34,7 +34,8 @@ from kgapp.graph import jobs, schema  # noqa: E402
 from kgapp.graph.embeddings import Embedder, OpenAIEmbedder, local_embedder  # noqa: E402
 from kgapp.graph.ingest.model import EpisodeInput  # noqa: E402
 from kgapp.graph.ingest.pipeline import index_facts, ingest_context, ingest_episode, ingest_job  # noqa: E402
-from kgapp.graph.llm.client import LLMClient, LLMConfig  # noqa: E402
+from kgapp.graph.llm.client import LLMClient  # noqa: E402
+from kgapp.graph.llm.transport import LLMConfig  # noqa: E402
 from kgapp.graph.store import Pool, StoreConfig, TenantStore  # noqa: E402
 from tests.graph.recorded import episode_of  # noqa: E402
 from tests.llm_server import ScriptedLLM, embedding_of  # noqa: E402

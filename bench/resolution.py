@@ -32,7 +32,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 from kgapp import surreal_server  # noqa: E402
 from kgapp.graph import schema  # noqa: E402
 from kgapp.graph.embeddings import local_embedder  # noqa: E402
-from kgapp.graph.llm.client import LLMClient, LLMConfig  # noqa: E402
+from kgapp.graph.llm.client import LLMClient  # noqa: E402
+from kgapp.graph.llm.transport import LLMConfig  # noqa: E402
 from kgapp.graph.store import Pool, StoreConfig, TenantStore  # noqa: E402
 from tests import resolution_eval  # noqa: E402
 from tests.llm_server import ScriptedLLM  # noqa: E402

@@ -12,7 +12,8 @@ from kgapp.graph.documents.pdf import PdfLimits
 from kgapp.graph.embeddings import Embedder, OpenAIEmbedder, local_embedder
 from kgapp.graph.ingest.offline import OfflineExtractor
 from kgapp.graph.llm.cache import SurrealCache
-from kgapp.graph.llm.client import LLMClient, LLMConfig
+from kgapp.graph.llm.client import LLMClient
+from kgapp.graph.llm.transport import LLMConfig
 from kgapp.graph.schema import Migration, load_migrations
 from kgapp.graph.store import GraphRuntime, StoreConfig, TenantGraph, TenantStore
 from tenants.models import Tenant

@@ -13,7 +13,8 @@ from pathlib import Path
 from surrealdb.data.types.record_id import RecordID
 
 from kgapp.graph import communities, queries, schema
-from kgapp.graph.llm.client import LLMClient, LLMConfig
+from kgapp.graph.llm.client import LLMClient
+from kgapp.graph.llm.transport import LLMConfig
 from kgapp.graph.records import record_key
 from kgapp.graph.store import TenantStore
 

@@ -15,8 +15,9 @@ from kgapp.graph import jobs, schema
 from kgapp.graph.embeddings import local_embedder
 from kgapp.graph.ingest.model import EpisodeInput
 from kgapp.graph.ingest.pipeline import ingest_job
-from kgapp.graph.llm.client import LLMClient, LLMConfig
+from kgapp.graph.llm.client import LLMClient
 from kgapp.graph.llm.prompts.extract import MAX_ENTITIES, MAX_FACTS, MAX_NAME_CHARS
+from kgapp.graph.llm.transport import LLMConfig
 
 SCHEMA = Path(__file__).resolve().parents[2] / "schema"
 WHEN = datetime(2024, 1, 15, tzinfo=UTC)

@@ -15,7 +15,8 @@ from kgapp.graph.ingest.model import EpisodeInput
 from kgapp.graph.ingest.pipeline import ingest_job
 from kgapp.graph.ingest.service import fact_add
 from kgapp.graph.llm.cache import SurrealCache
-from kgapp.graph.llm.client import LLMClient, LLMConfig
+from kgapp.graph.llm.client import LLMClient
+from kgapp.graph.llm.transport import LLMConfig
 from kgapp.graph.records import parse_record_id, to_json
 from tests.graph.recorded import answer_from_recordings, episode_of
 from tests.llm_server import Reply

@@ -15,17 +15,17 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, Field
 
-from kgapp.graph.llm.client import (
-    LLMClient,
-    LLMConfig,
+from kgapp.graph.llm.cache import MemoryCache
+from kgapp.graph.llm.client import LLMClient
+from kgapp.graph.llm.errors import (
     LLMError,
     LLMInvalidAnswer,
     LLMQuotaExceeded,
     LLMRefused,
     LLMUnavailable,
-    MemoryCache,
-    strict_json_schema,
 )
+from kgapp.graph.llm.schema import strict_json_schema
+from kgapp.graph.llm.transport import LLMConfig
 from tests import llm_fixtures
 from tests.llm_server import Reply, ScriptedLLM, embedding_of
 

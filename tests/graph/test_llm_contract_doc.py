@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from kgapp.graph.llm.client import strict_json_schema
 from kgapp.graph.llm.prompts.community import CommunitySummary
 from kgapp.graph.llm.prompts.extract import Extraction
 from kgapp.graph.llm.prompts.query import Answer, Keywords
 from kgapp.graph.llm.prompts.rank import Ranking
 from kgapp.graph.llm.prompts.resolve import Resolution
+from kgapp.graph.llm.schema import strict_json_schema
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "llm-contract.md"
 

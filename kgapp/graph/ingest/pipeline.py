@@ -32,7 +32,8 @@ from kgapp.graph.ingest.persist import persist
 from kgapp.graph.ingest.prepare import prepare
 from kgapp.graph.ingest.resolve_entities import resolve_entities
 from kgapp.graph.ingest.resolve_facts import existing_facts, llm_candidates, resolve_facts
-from kgapp.graph.llm.client import LLMClient, LLMError, LLMQuotaExceeded
+from kgapp.graph.llm.client import LLMClient
+from kgapp.graph.llm.errors import LLMError, LLMQuotaExceeded
 from kgapp.graph.ontology import ontology_load
 from kgapp.graph.records import record_key
 from kgapp.graph.store import TenantStore

@@ -1,13 +1,62 @@
-"""The LLM response cache in the tenant's own namespace (`llm_cache`), keyed by a hash
-of model, task, prompts and schema: re-running a job costs no second call."""
+"""The LLM response cache, content-addressed: keyed by a hash of model, task, prompts
+and schema, so that re-running a job costs no second call. `SurrealCache` keeps it in
+the tenant's own namespace (`llm_cache`); `MemoryCache` in the process."""
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import json
+from typing import Any, Protocol
 
 from kgapp.graph import queries
 from kgapp.graph.errors import UniqueViolation
 from kgapp.graph.store import TenantStore
+
+
+class LLMCache(Protocol):
+    """Validated answers by cache key; `put` gets the cost so a store can report savings."""
+
+    async def get(self, key: str) -> str | None: ...
+
+    async def put(
+        self,
+        key: str,
+        value: str,
+        *,
+        task: str,
+        model: str,
+        prompt_tokens: int,
+        completion_tokens: int,
+    ) -> None: ...
+
+
+def cache_key(*, model: str, task: str, system: str, user: str, schema: dict[str, Any]) -> str:
+    # A JSON array keeps the parts apart: ("ab", "c") and ("a", "bc") differ.
+    material = json.dumps([model, task, system, user, schema], sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(material.encode("utf-8")).hexdigest()
+
+
+class MemoryCache:
+    """An in-process `LLMCache`, for tests and single processes."""
+
+    def __init__(self) -> None:
+        self.entries: dict[str, str] = {}
+
+    async def get(self, key: str) -> str | None:
+        return self.entries.get(key)
+
+    async def put(
+        self,
+        key: str,
+        value: str,
+        *,
+        task: str,
+        model: str,
+        prompt_tokens: int,
+        completion_tokens: int,
+    ) -> None:
+        self.entries[key] = value
 
 
 class SurrealCache:
