@@ -32,8 +32,9 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 from kgapp import surreal_server  # noqa: E402
 from kgapp.graph import jobs, schema  # noqa: E402
 from kgapp.graph.embeddings import Embedder, OpenAIEmbedder, local_embedder  # noqa: E402
+from kgapp.graph.ingest.indexing import index_facts  # noqa: E402
 from kgapp.graph.ingest.model import EpisodeInput  # noqa: E402
-from kgapp.graph.ingest.pipeline import index_facts, ingest_context, ingest_episode, ingest_job  # noqa: E402
+from kgapp.graph.ingest.pipeline import ingest_context, ingest_episode, ingest_job  # noqa: E402
 from kgapp.graph.llm.client import LLMClient  # noqa: E402
 from kgapp.graph.llm.transport import LLMConfig  # noqa: E402
 from kgapp.graph.store import Pool, StoreConfig, TenantStore  # noqa: E402

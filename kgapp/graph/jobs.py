@@ -236,3 +236,12 @@ async def requeue_stale(
             requeued.append(dict(job))
     return requeued
 
+
+async def job_requeue(
+    store: TenantStore, job: RecordID, *, stale_after: float
+) -> dict[str, Any] | None:
+    """An ingest job back to queued when failed or paused, or running with no heartbeat
+    for `stale_after` seconds (its worker died); None otherwise (a live job, say)."""
+    return await store.query_one(
+        queries.JOB_REQUEUE, {"job": job, "stale_ms": int(stale_after * 1000)}
+    )

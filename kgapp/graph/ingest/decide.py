@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kgapp.graph.ingest.model import EpisodeWork, FactDraft, IngestContext
+from kgapp.graph.ingest.model import EntityDraft, EpisodeWork, FactDraft, IngestContext
 from kgapp.graph.ingest.resolve_entities import apply_entity_decision
 from kgapp.graph.llm.prompts import resolve as prompt
 from kgapp.graph.llm.prompts.resolve import FactDecision, Resolution
@@ -29,7 +29,21 @@ async def decide(
             ctx.counts["entities_new"] += 1
             ctx.counts["dedup_candidates"] += len(draft.candidates)
         return False, {}
-    entity_payload = [
+    with ctx.timings.measure("decide"):
+        answer = await ctx.llm.structured(
+            task=prompt.TASK,
+            schema=Resolution,
+            system=prompt.SYSTEM,
+            user=prompt.user_prompt(_entity_payload(ambiguous), _fact_payload(fact_checks)),
+        )
+    changed = _apply_entities(ctx, ambiguous, answer)
+    return changed, _fact_decisions(work, fact_checks, answer)
+
+
+def _entity_payload(ambiguous: list[EntityDraft]) -> list[dict[str, Any]]:
+    """Each ambiguous entity with the existing entities it may be, as the prompt lists
+    them."""
+    return [
         {
             "index": i,
             "name": d.name,
@@ -47,7 +61,13 @@ async def decide(
         }
         for i, d in enumerate(ambiguous)
     ]
-    fact_payload = [
+
+
+def _fact_payload(
+    fact_checks: list[tuple[FactDraft, list[dict[str, Any]]]],
+) -> list[dict[str, Any]]:
+    """Each new fact with the existing facts it may repeat or contradict."""
+    return [
         {
             "index": i,
             "fact": draft.fact,
@@ -64,13 +84,11 @@ async def decide(
         }
         for i, (draft, candidates) in enumerate(fact_checks)
     ]
-    with ctx.timings.measure("decide"):
-        answer = await ctx.llm.structured(
-            task=prompt.TASK,
-            schema=Resolution,
-            system=prompt.SYSTEM,
-            user=prompt.user_prompt(entity_payload, fact_payload),
-        )
+
+
+def _apply_entities(ctx: IngestContext, ambiguous: list[EntityDraft], answer: Resolution) -> bool:
+    """Each ambiguous entity merged into the candidate the answer picked, or kept new;
+    whether any was merged."""
     changed = False
     chosen = {d.index: d.duplicate_of for d in answer.entities}
     for i, draft in enumerate(ambiguous):
@@ -82,10 +100,19 @@ async def decide(
         )
         apply_entity_decision(ctx, draft, candidate)
         changed = changed or candidate is not None
+    return changed
+
+
+def _fact_decisions(
+    work: EpisodeWork,
+    fact_checks: list[tuple[FactDraft, list[dict[str, Any]]]],
+    answer: Resolution,
+) -> FactDecisions:
+    """The answer's decision on each checked fact, by the fact's place in the episode."""
     positions = {id(draft): n for n, draft in enumerate(work.facts)}
     decisions: FactDecisions = {}
     for decision in answer.facts:
         if 0 <= decision.index < len(fact_checks):
             fact, candidates = fact_checks[decision.index]
             decisions[positions[id(fact)]] = (decision, candidates)
-    return changed, decisions
+    return decisions

@@ -4,7 +4,6 @@ over its episodes with progress, per-episode failures and pausing on exhausted q
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import math
 import statistics
@@ -15,17 +14,16 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-import numpy as np
 from surrealdb.data.types.record_id import RecordID
 
 from kgapp.graph import communities, jobs, queries
-from kgapp.graph.chunking import passage_units
 from kgapp.graph.documents.pdf import PdfLimits
 from kgapp.graph.embeddings import Embedder
 from kgapp.graph.errors import GraphUnavailable, QueryFailed, UniqueViolation
 from kgapp.graph.ingest.chunk import chunk, document_status, read_document
 from kgapp.graph.ingest.decide import decide
 from kgapp.graph.ingest.extract import drafts_from, extract, extract_ahead
+from kgapp.graph.ingest.indexing import index_facts, index_passages
 from kgapp.graph.ingest.model import EpisodeInput, EpisodeWork, IngestContext
 from kgapp.graph.ingest.offline.extractor import OfflineExtractor
 from kgapp.graph.ingest.persist import persist
@@ -162,52 +160,88 @@ async def ingest_job(
         if llm is not None
         else (ctx.extractor or OfflineExtractor()).label
     )
-    total = offset + len(episodes)
-    episode_ms: list[float] = []
-    without_extraction_ms: list[float] = []
+    clock = _Clock()
     try:
-        for index, episode in enumerate(episodes, start=offset):
-            try:
-                started = time.perf_counter()
-                # The next episode is parsed while this one is resolved and written.
-                for upcoming in episodes[index - offset + 1 : index - offset + 1 + EXTRACT_AHEAD]:
-                    extract_ahead(ctx, upcoming)
-                extracting = ctx.timings.totals.get("extract", 0.0)
-                record = await ingest_episode(ctx, episode)
-                elapsed = (time.perf_counter() - started) * 1000
-                episode_ms.append(elapsed)
-                extract_ms = ctx.timings.totals.get("extract", 0.0) - extracting
-                without_extraction_ms.append(elapsed - extract_ms)
-                if record is not None:
-                    report.episodes.append(record_key(record))
-            except LLMQuotaExceeded as error:
-                report.status, report.error = "paused", f"LLM quota exhausted: {error}"
-                break
-            except GraphUnavailable:
-                raise
-            except (LLMError, QueryFailed, ValueError) as error:
-                ctx.counts["episodes_failed"] += 1
-                report.failures.append(
-                    {"index": index, "reason": f"{type(error).__name__}: {error}"[:500]}
-                )
-                logger.warning("episode %s of %s failed: %s", index, job, error)
-            await _progress(ctx, job, index + 1, total, llm)
+        await _ingest_episodes(ctx, job, episodes, offset, report, clock)
     finally:
         for unused in ctx.ahead.values():  # the job stopped early
             unused.cancel()
     await index_facts(ctx)
     await index_passages(ctx)
-    report.counts = _counts(ctx, llm)
+    _conclude(ctx, report, clock, len(episodes))
+    return report
+
+
+@dataclass
+class _Clock:
+    """The time of each episode that ran to its end, in ms, and the same without the
+    extraction stage."""
+
+    episode_ms: list[float] = field(default_factory=list)
+    without_extraction_ms: list[float] = field(default_factory=list)
+
+
+async def _ingest_episodes(
+    ctx: IngestContext,
+    job: RecordID,
+    episodes: Sequence[EpisodeInput],
+    offset: int,
+    report: IngestReport,
+    clock: _Clock,
+) -> None:
+    """Each episode in turn, its failure recorded, until the end or exhausted quota."""
+    total = offset + len(episodes)
+    for index, episode in enumerate(episodes, start=offset):
+        try:
+            upcoming = episodes[index - offset + 1 : index - offset + 1 + EXTRACT_AHEAD]
+            record = await _timed_episode(ctx, episode, upcoming, clock)
+            if record is not None:
+                report.episodes.append(record_key(record))
+        except LLMQuotaExceeded as error:
+            report.status, report.error = "paused", f"LLM quota exhausted: {error}"
+            break
+        except GraphUnavailable:
+            raise
+        except (LLMError, QueryFailed, ValueError) as error:
+            ctx.counts["episodes_failed"] += 1
+            report.failures.append(
+                {"index": index, "reason": f"{type(error).__name__}: {error}"[:500]}
+            )
+            logger.warning("episode %s of %s failed: %s", index, job, error)
+        await _progress(ctx, job, index + 1, total)
+
+
+async def _timed_episode(
+    ctx: IngestContext,
+    episode: EpisodeInput,
+    upcoming: Sequence[EpisodeInput],
+    clock: _Clock,
+) -> RecordID | None:
+    started = time.perf_counter()
+    # The next episode is parsed while this one is resolved and written.
+    for later in upcoming:
+        extract_ahead(ctx, later)
+    extracting = ctx.timings.totals.get("extract", 0.0)
+    record = await ingest_episode(ctx, episode)
+    elapsed = (time.perf_counter() - started) * 1000
+    clock.episode_ms.append(elapsed)
+    extract_ms = ctx.timings.totals.get("extract", 0.0) - extracting
+    clock.without_extraction_ms.append(elapsed - extract_ms)
+    return record
+
+
+def _conclude(ctx: IngestContext, report: IngestReport, clock: _Clock, episodes: int) -> None:
+    """The report's counts, timings and notes; failed when every episode failed."""
+    report.counts = _counts(ctx)
     report.timings = (
         dict(ctx.timings.totals)
-        | _episode_timings(episode_ms)
-        | _episode_timings(without_extraction_ms, "_without_extraction")
+        | _episode_timings(clock.episode_ms)
+        | _episode_timings(clock.without_extraction_ms, "_without_extraction")
     )
     report.notes = ctx.notes[:200]
-    if report.failures and len(report.failures) == len(episodes):
+    if report.failures and len(report.failures) == episodes:
         report.status = "failed"
         report.error = report.failures[0]["reason"]
-    return report
 
 
 def _episode_timings(episode_ms: list[float], suffix: str = "") -> dict[str, float]:
@@ -225,95 +259,21 @@ def _episode_timings(episode_ms: list[float], suffix: str = "") -> dict[str, flo
     }
 
 
-async def index_facts(ctx: IngestContext, batch_size: int = 64) -> None:
-    """Embed the facts written without a vector, in batches (the indexing phase): one
-    batch of 64 costs far less than 64 single calls, and nothing during resolution needs
-    fact vectors."""
-    conflicts = 0
-    with ctx.timings.measure("index"):
-        while conflicts < PERSIST_ATTEMPTS:
-            rows = await ctx.store.query_one(queries.FACTS_WITHOUT_EMBEDDING, {"limit": batch_size})
-            if not rows:
-                return
-            vectors = await asyncio.to_thread(ctx.embedder.embed, [row["fact"] for row in rows])
-            batch = queries.Batch()
-            for row, vector in zip(rows, vectors, strict=True):
-                batch.add(queries.FACT_EMBEDDING_SET, id=row["id"], vector=vector)
-            try:
-                await ctx.store.query(batch.sql, batch.params)
-            except UniqueViolation:
-                # Another worker is indexing the same facts; whatever is left when
-                # both stop is picked up by the next job.
-                conflicts += 1
-                continue
-            ctx.counts["facts_indexed"] += len(rows)
-
-
-async def index_passages(ctx: IngestContext, batch_size: int = 16) -> None:
-    """Embed the units of the episodes written without (chunking.passage_units), for the
-    dense half of passage retrieval (search/query.py): each episode's unit vectors, and
-    their normalised mean as the episode's own vector. Episodes written before passages
-    were embedded are picked up here too, by whichever job of the tenant runs next."""
-    conflicts = 0
-    with ctx.timings.measure("index_passages"):
-        while conflicts < PERSIST_ATTEMPTS:
-            rows = await ctx.store.query_one(
-                queries.EPISODES_WITHOUT_EMBEDDING, {"limit": batch_size}
-            )
-            if not rows:
-                return
-            # An episode without a unit (blank content) is embedded whole, so that it is
-            # marked as indexed all the same.
-            units = [
-                passage_units(row["source"], row["content"]) or (row["content"],) for row in rows
-            ]
-            vectors = await asyncio.to_thread(
-                ctx.embedder.embed, [unit for own in units for unit in own]
-            )
-            batch = queries.Batch()
-            start = 0
-            for row, own in zip(rows, units, strict=True):
-                mine = vectors[start : start + len(own)]
-                start += len(own)
-                batch.add(
-                    queries.EPISODE_UNITS_SET,
-                    units=RecordID("episode_units", record_key(row["id"])),
-                    episode=row["id"],
-                    vectors=mine,
-                    mean=_mean_direction(mine),
-                )
-            try:
-                await ctx.store.query(batch.sql, batch.params)
-            except UniqueViolation:
-                conflicts += 1  # another worker indexes them: as for facts
-                continue
-            ctx.counts["passages_indexed"] += start
-
-
-def _mean_direction(vectors: list[list[float]]) -> list[float]:
-    """The unit-length mean of `vectors` (the first one where they cancel out)."""
-    mean = np.mean(np.asarray(vectors, dtype=np.float32), axis=0)
-    norm = float(np.linalg.norm(mean))
-    return [float(x) for x in (mean / norm if norm > 0 else vectors[0])]
-
-
-def _counts(ctx: IngestContext, llm: LLMClient | None) -> dict[str, int]:
+def _counts(ctx: IngestContext) -> dict[str, int]:
     counts = dict(ctx.counts)
-    if llm is not None:
-        counts.update({f"llm_{k}": v for k, v in llm.usage.as_dict().items()})
+    if ctx.llm is not None:
+        counts.update({f"llm_{k}": v for k, v in ctx.llm.usage.as_dict().items()})
     return counts
 
 
-async def _progress(
-    ctx: IngestContext, job: RecordID, done: int, total: int, llm: LLMClient | None
-) -> None:
+async def _progress(ctx: IngestContext, job: RecordID, done: int, total: int) -> None:
     await ctx.store.query(
         queries.JOB_PROGRESS,
         {
             "job": job,
             "progress": done,
             "total": total,
-            "counts": _counts(ctx, llm),
+            "counts": _counts(ctx),
             "timings": dict(ctx.timings.totals),
             "phase": "extracting",
         },

@@ -1,0 +1,27 @@
+"""What the edges call, bound to one tenant's store: submit episodes and documents as
+jobs (`submit`), run such a job (`run`), add a fact directly (`facts`), delete what was
+ingested (`removal`), read it back (`lists`), and queue a stopped job again
+(`jobs.job_requeue`, where every move of a job's status is)."""
+
+from kgapp.graph.ingest.service.facts import FactAdded, fact_add
+from kgapp.graph.ingest.service.lists import document_get, document_list, episode_list, saga_of
+from kgapp.graph.ingest.service.removal import document_delete, episode_delete, episodes_remove
+from kgapp.graph.ingest.service.run import ingest_run
+from kgapp.graph.ingest.service.submit import document_submit, episode_submit
+from kgapp.graph.jobs import job_requeue
+
+__all__ = [
+    "FactAdded",
+    "document_delete",
+    "document_get",
+    "document_list",
+    "document_submit",
+    "episode_delete",
+    "episode_list",
+    "episode_submit",
+    "episodes_remove",
+    "fact_add",
+    "ingest_run",
+    "job_requeue",
+    "saga_of",
+]

@@ -1,0 +1,44 @@
+"""Reading what was ingested: a saga's or a document's episodes, the documents."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from surrealdb.data.types.record_id import RecordID
+
+from kgapp.graph import queries
+from kgapp.graph.ingest.prepare import saga_record
+from kgapp.graph.records import found
+from kgapp.graph.store import TenantStore
+
+
+def saga_of(name: str) -> RecordID:
+    return saga_record(name)
+
+
+async def episode_list(
+    store: TenantStore, *, saga: RecordID | None, document: RecordID | None, limit: int, offset: int
+) -> list[dict[str, Any]]:
+    return list(
+        await store.query_one(
+            queries.EPISODE_LIST,
+            {"saga": saga, "document": document, "limit": limit, "offset": offset},
+        )
+        or []
+    )
+
+
+async def document_list(
+    store: TenantStore, *, status: str | None, limit: int, offset: int
+) -> list[dict[str, Any]]:
+    return list(
+        await store.query_one(
+            queries.DOCUMENT_LIST, {"status": status, "limit": limit, "offset": offset}
+        )
+        or []
+    )
+
+
+async def document_get(store: TenantStore, document: RecordID) -> dict[str, Any]:
+    row = await store.query_one(queries.DOCUMENT_GET, {"id": document})
+    return dict(found(row, "document", document))

@@ -1,0 +1,97 @@
+"""Running an ingest job: its episodes, or its document's, through the pipeline, the
+job's lifecycle being `jobs.job_run`'s."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from surrealdb.data.types.record_id import RecordID
+
+from kgapp.graph import jobs
+from kgapp.graph.documents.errors import DocumentError
+from kgapp.graph.documents.pdf import PdfLimits
+from kgapp.graph.embeddings import Embedder
+from kgapp.graph.errors import GraphError
+from kgapp.graph.ingest.chunk import document_status
+from kgapp.graph.ingest.model import EpisodeInput
+from kgapp.graph.ingest.offline.extractor import OfflineExtractor
+from kgapp.graph.ingest.pipeline import IngestReport, ingest_document, ingest_job
+from kgapp.graph.llm.client import LLMClient
+from kgapp.graph.store import TenantStore
+from kgapp.graph.time import parse_when
+
+
+async def ingest_run(
+    store: TenantStore,
+    job: RecordID,
+    *,
+    embedder: Embedder,
+    llm: LLMClient | None,
+    extractor: OfflineExtractor | None = None,
+    pdf: PdfLimits | None = None,
+) -> dict[str, Any]:
+    """Run an ingest job to its end, through `jobs.job_run` (queued, running, then
+    completed, failed or paused). Idempotent: a finished job is left as it is, and a
+    retried one skips the episodes it already wrote. Without `llm`, `extractor` extracts
+    (None: the default spaCy pipeline). A PDF document is read here, within `pdf` (None:
+    the defaults); one it cannot read fails the job, saying why. The store failing
+    leaves the job running, for the task to retry."""
+    run = _IngestRun(store, job, embedder, llm, extractor, pdf or PdfLimits())
+    return await jobs.job_run(
+        store, job, run.work, retried=(GraphError,), failed=run.failed, ended=run.ended
+    )
+
+
+@dataclass
+class _IngestRun:
+    """One run of an ingest job: its work, the report of a failure, and its document's
+    status once the job's report is written."""
+
+    store: TenantStore
+    job: RecordID
+    embedder: Embedder
+    llm: LLMClient | None
+    extractor: OfflineExtractor | None
+    pdf: PdfLimits
+    document: RecordID | None = None
+
+    async def work(self, store: TenantStore) -> IngestReport:
+        row = await jobs.job_get(store, self.job)
+        self.document = row.get("document")
+        if self.document is not None:
+            return await ingest_document(
+                store,
+                self.job,
+                self.document,
+                embedder=self.embedder,
+                llm=self.llm,
+                extractor=self.extractor,
+                pdf=self.pdf,
+            )
+        episodes = [_episode_from_params(p) for p in row["params"]["episodes"]]
+        return await ingest_job(
+            store,
+            self.job,
+            episodes,
+            embedder=self.embedder,
+            llm=self.llm,
+            extractor=self.extractor,
+        )
+
+    def failed(self, error: Exception) -> IngestReport:
+        # A DocumentError's message is for the user as it is.
+        reason = str(error) if isinstance(error, DocumentError) else jobs.failure_reason(error)
+        return IngestReport(status="failed", error=reason)
+
+    async def ended(self, report: jobs.JobReport) -> None:
+        if self.document is not None:
+            status = {"completed": "completed", "paused": "extracting"}.get(report.status, "failed")
+            await document_status(self.store, self.document, status, error=report.error)
+
+
+def _episode_from_params(params: dict[str, Any]) -> EpisodeInput:
+    fields = dict(params)
+    fields["reference_time"] = parse_when(fields["reference_time"]) or datetime.now(UTC)
+    return EpisodeInput(**fields)

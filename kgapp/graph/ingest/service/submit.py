@@ -1,0 +1,85 @@
+"""Submitting: an episode or an uploaded document becomes a queued ingest job."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import asdict
+from typing import Any
+
+from surrealdb.data.types.record_id import RecordID
+
+from kgapp.graph import jobs, queries
+from kgapp.graph.documents.messages import Message
+from kgapp.graph.documents.upload import ParsedDocument
+from kgapp.graph.ingest.model import EpisodeInput
+from kgapp.graph.ingest.prepare import episode_record
+from kgapp.graph.records import record_key, to_json
+from kgapp.graph.store import TenantStore
+from kgapp.graph.text import content_hash
+
+
+async def episode_submit(
+    store: TenantStore, episode: EpisodeInput, *, created_by: str | None
+) -> tuple[str, dict[str, Any]]:
+    """The episode's (deterministic) id and a queued job that will ingest it."""
+    record = episode_record(episode, content_hash(episode.content))
+    params = {"episodes": [_episode_params(episode)]}
+    job = await jobs.job_create(store, kind="ingest_episode", created_by=created_by, params=params)
+    return record_key(record), to_json(job)
+
+
+async def document_submit(
+    store: TenantStore,
+    parsed: ParsedDocument,
+    *,
+    file_name: str,
+    data: bytes,
+    uploaded_by: str | None,
+) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """The document record and its queued job; an identical file already uploaded gives
+    back the existing document and no new job (uploading twice changes nothing)."""
+    digest = hashlib.sha256(data).hexdigest()
+    existing = await store.query_one(queries.DOCUMENT_BY_HASH, {"hash": digest})
+    if existing:
+        return to_json(existing[0]), None
+    record = RecordID("document", "d" + digest[:24])
+    document = await store.query_one(
+        queries.DOCUMENT_CREATE,
+        {
+            "id": record,
+            "data": {
+                "file_name": file_name[:255],
+                "mime": parsed.mime,
+                "size": len(data),
+                "content_hash": digest,
+                "status": "pending",
+                "uploaded_by": uploaded_by,
+                "kind": parsed.kind,
+                "title": parsed.title,
+                "text": parsed.text if parsed.kind == "text" else None,
+                "messages": [_message_row(m) for m in parsed.messages] or None,
+                "raw": data if parsed.kind == "pdf" else None,  # read by the worker
+            },
+        },
+    )
+    job = await jobs.job_create(
+        store, kind="ingest_document", total=0, created_by=uploaded_by, document=record
+    )
+    await store.query(queries.DOCUMENT_LINK_JOB, {"id": record, "job": job["id"]})
+    return to_json({**document, "job": job["id"]}), to_json(job)
+
+
+def _episode_params(episode: EpisodeInput) -> dict[str, Any]:
+    row = asdict(episode)
+    row["reference_time"] = episode.reference_time.isoformat()
+    row["document"] = None
+    del row["messages"]  # an episode posted through the API has its lines only
+    return row
+
+
+def _message_row(message: Message) -> dict[str, Any]:
+    return {
+        "speaker": message.speaker,
+        "text": message.text,
+        "timestamp": message.timestamp.isoformat() if message.timestamp else None,
+    }
