@@ -8,17 +8,15 @@ import math
 import random
 from collections import Counter
 from datetime import UTC, datetime
-from pathlib import Path
 
 from surrealdb.data.types.record_id import RecordID
 
-from kgapp.graph import communities, queries, schema
+from kgapp.graph import communities, queries
 from kgapp.graph.llm.client import LLMClient
 from kgapp.graph.llm.transport import LLMConfig
 from kgapp.graph.records import record_key
 from kgapp.graph.store import TenantStore
 
-SCHEMA = Path(__file__).resolve().parents[2] / "schema"
 GROUPS, SIZE = 5, 40
 
 
@@ -32,10 +30,9 @@ def nmi(truth: list[int], found: list[int]) -> float:
     return 2 * mutual / (entropy(a) + entropy(b))
 
 
-async def planted(raw_namespace, seed: int = 3) -> tuple[TenantStore, dict[str, int]]:
+async def planted(migrated_store, seed: int = 3) -> tuple[TenantStore, dict[str, int]]:
     """5 groups of 40 entities: dense inside (p 0.25), sparse between (p 0.004)."""
-    store = await raw_namespace()
-    await schema.migrate(store, schema.load_migrations(SCHEMA), embedding_dim=384)
+    store = await migrated_store()
     rng = random.Random(seed)
     group = {f"entity:g{g}n{i}": g for g in range(GROUPS) for i in range(SIZE)}
     await store.query(queries.ENTITIES_BULK_INSERT, {"rows": [
@@ -59,8 +56,8 @@ async def membership(store: TenantStore) -> dict[str, str]:
     return {record_key(r["out"]): record_key(r["in"]) for r in rows}
 
 
-async def test_planted_partition_is_recovered(raw_namespace) -> None:
-    store, group = await planted(raw_namespace)
+async def test_planted_partition_is_recovered(migrated_store) -> None:
+    store, group = await planted(migrated_store)
     report = await communities.rebuild(store, None)
     assert report.communities == GROUPS and report.llm_calls == 0
     assert report.modularity[0] > 0.6
@@ -75,8 +72,8 @@ async def test_planted_partition_is_recovered(raw_namespace) -> None:
     assert detail["name"].startswith("Member ") and "entities around" in detail["summary"]
 
 
-async def test_an_unchanged_graph_costs_no_model_call(raw_namespace, scripted_llm) -> None:
-    store, _ = await planted(raw_namespace)
+async def test_an_unchanged_graph_costs_no_model_call(migrated_store, scripted_llm) -> None:
+    store, _ = await planted(migrated_store)
     scripted_llm.on_chat(lambda body: {"name": "A circle of friends",
                                        "summary": "People who know each other."})
     llm = LLMClient(LLMConfig(base_url=scripted_llm.base_url, api_key="t", model="scripted",
@@ -108,8 +105,8 @@ async def test_an_unchanged_graph_costs_no_model_call(raw_namespace, scripted_ll
     assert len(scripted_llm.chat_requests("summarize_community")) == calls + third.llm_calls
 
 
-async def test_a_new_entity_joins_its_neighbours_community(raw_namespace) -> None:
-    store, _ = await planted(raw_namespace)
+async def test_a_new_entity_joins_its_neighbours_community(migrated_store) -> None:
+    store, _ = await planted(migrated_store)
     await communities.rebuild(store, None)
     found = await membership(store)
     await store.query(queries.ENTITIES_BULK_INSERT, {"rows": [
@@ -126,9 +123,9 @@ async def test_a_new_entity_joins_its_neighbours_community(raw_namespace) -> Non
     assert await communities.assign_new(store, [RecordID("entity", "new")]) == 0  # once
 
 
-async def test_a_past_moment_is_kept_apart_and_tenants_do_not_touch(raw_namespace) -> None:
-    store, _ = await planted(raw_namespace)
-    other, _ = await planted(raw_namespace, seed=5)
+async def test_a_past_moment_is_kept_apart_and_tenants_do_not_touch(migrated_store) -> None:
+    store, _ = await planted(migrated_store)
+    other, _ = await planted(migrated_store, seed=5)
     await communities.rebuild(other, None)
     other_before = await membership(other)
     await communities.rebuild(store, None)

@@ -7,11 +7,10 @@ from __future__ import annotations
 
 import itertools
 from datetime import UTC, datetime
-from pathlib import Path
 
 import pytest
 
-from kgapp.graph import jobs, schema
+from kgapp.graph import jobs
 from kgapp.graph.embeddings import local_embedder
 from kgapp.graph.ingest.model import EpisodeInput
 from kgapp.graph.ingest.pipeline import ingest_job
@@ -19,16 +18,13 @@ from kgapp.graph.llm.client import LLMClient
 from kgapp.graph.llm.prompts.extract import MAX_ENTITIES, MAX_FACTS, MAX_NAME_CHARS
 from kgapp.graph.llm.transport import LLMConfig
 
-SCHEMA = Path(__file__).resolve().parents[2] / "schema"
 WHEN = datetime(2024, 1, 15, tzinfo=UTC)
 LONG = "Zorblax " * 50  # 400 characters: a sentence, not a name
 
 
 @pytest.fixture
-async def graph(raw_namespace):
-    store = await raw_namespace()
-    await schema.migrate(store, schema.load_migrations(SCHEMA), embedding_dim=384)
-    return store
+async def graph(migrated_store):
+    return await migrated_store()
 
 
 def entity(name: str, entity_type: str = "Person") -> dict:

@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import asyncio
 from datetime import UTC, datetime
-from pathlib import Path
 
 import pytest
 
-from kgapp.graph import jobs, schema
+from kgapp.graph import jobs
 from kgapp.graph.embeddings import local_embedder
 from kgapp.graph.ingest.model import EpisodeInput
 from kgapp.graph.ingest.pipeline import ingest_job
@@ -21,7 +20,6 @@ from kgapp.graph.records import parse_record_id, to_json
 from tests.graph.recorded import answer_from_recordings, episode_of
 from tests.llm_server import Reply
 
-SCHEMA = Path(__file__).resolve().parents[2] / "schema"
 ACME = EpisodeInput(content="Alice works at Acme Corp.", source="text",
                     reference_time=datetime(2024, 1, 15, tzinfo=UTC))
 BETA = EpisodeInput(content="Alice joined Beta Inc last month.", source="text",
@@ -31,10 +29,8 @@ DANA = EpisodeInput(content="Dana met the Acme Group team in Lisbon.", source="t
 
 
 @pytest.fixture
-async def graph(raw_namespace):
-    store = await raw_namespace()
-    await schema.migrate(store, schema.load_migrations(SCHEMA), embedding_dim=384)
-    return store
+async def graph(migrated_store):
+    return await migrated_store()
 
 
 @pytest.fixture
