@@ -23,7 +23,7 @@ from kgapp.graph import communities, jobs
 from kgapp.graph.curation import duplicates
 from kgapp.graph.errors import GraphError, GraphUnavailable
 from kgapp.graph.ingest.service import ingest_run
-from kgapp.graph.records import parse_record_id, to_json
+from kgapp.graph.records import Job, parse_record_id, to_json
 from kgapp.graph.search import retrieval
 from kgapp.graph.store import TenantStore
 from tenants.graph import embedder, llm_client, offline_extractor, pdf_limits, tenant_graph
@@ -63,7 +63,7 @@ def ingest(tenant_slug: str, job_id: str) -> dict[str, Any]:
 
 
 def _run_job(
-    tenant: Tenant, job_id: str, work: Callable[[TenantStore, Any], Awaitable[dict[str, Any]]]
+    tenant: Tenant, job_id: str, work: Callable[[TenantStore, Any], Awaitable[Job]]
 ) -> dict[str, Any]:
     """`work(store, job)` in the tenant's graph, the job's heartbeat kept fresh meanwhile."""
     job = parse_record_id(job_id, "job")
@@ -78,7 +78,7 @@ def _communities_if_due(tenant: Tenant) -> None:
         queue_rebuild_communities(tenant, created_by="ingestion")
 
 
-async def _ingest(store: TenantStore, job: Any) -> dict[str, Any]:
+async def _ingest(store: TenantStore, job: Any) -> Job:
     return await ingest_run(
         store,
         job,
@@ -96,7 +96,7 @@ def rebuild_communities(tenant_slug: str, job_id: str) -> dict[str, Any]:
     return _run_job(tenant, job_id, _rebuild)
 
 
-async def _rebuild(store: TenantStore, job: Any) -> dict[str, Any]:
+async def _rebuild(store: TenantStore, job: Any) -> Job:
     row = await jobs.job_get(store, job)
     as_of = (row.get("params") or {}).get("as_of")
     config = communities.Detection(

@@ -32,7 +32,7 @@ from kgapp.graph import queries, records
 from kgapp.graph.index import FactIndex, entity_index, fact_index
 from kgapp.graph.llm.client import LLMClient
 from kgapp.graph.llm.prompts import community as prompt
-from kgapp.graph.records import Community, as_community, record_key
+from kgapp.graph.records import Community, Job, as_community, record_key
 from kgapp.graph.store import TenantStore
 
 SUMMARY_CONCURRENCY = 4
@@ -356,7 +356,7 @@ async def rebuild_job(
     config: Detection = Detection(),
     *,
     as_of: datetime | None = None,
-) -> dict[str, Any]:
+) -> Job:
     """`rebuild` as a job record: counts and timings land on the job."""
     from kgapp.graph import jobs
 

@@ -23,6 +23,7 @@ from surrealdb.data.types.record_id import RecordID
 
 from kgapp.graph import queries
 from kgapp.graph.errors import GraphError, GraphUnavailable, NotFound
+from kgapp.graph.records import Job, as_job
 from kgapp.graph.store import TenantStore
 
 logger = logging.getLogger(__name__)
@@ -65,38 +66,41 @@ async def job_create(
     created_by: str | None = None,
     params: dict[str, Any] | None = None,
     document: RecordID | None = None,
-) -> dict[str, Any]:
-    return await store.query_one(
-        queries.JOB_CREATE,
-        {
-            "kind": kind,
-            "total": total,
-            "created_by": created_by,
-            "params": params or {},
-            "document": document,
-        },
+) -> Job:
+    return as_job(
+        await store.query_one(
+            queries.JOB_CREATE,
+            {
+                "kind": kind,
+                "total": total,
+                "created_by": created_by,
+                "params": params or {},
+                "document": document,
+            },
+        )
     )
 
 
-async def job_get(store: TenantStore, job: RecordID) -> dict[str, Any]:
+async def job_get(store: TenantStore, job: RecordID) -> Job:
     row = await store.query_one(queries.JOB_GET, {"job": job})
     if not row:
         raise JobNotFound(f"no job {job}")
-    return dict(row)
+    return as_job(dict(row))
 
 
 async def job_list(
     store: TenantStore, *, status: str | None, limit: int, offset: int
-) -> list[dict[str, Any]]:
+) -> list[Job]:
     rows = await store.query_one(
         queries.JOB_LIST, {"status": status, "limit": limit, "offset": offset}
     )
-    return list(rows or [])
+    return [as_job(row) for row in rows or []]
 
 
-async def job_start(store: TenantStore, job: RecordID) -> dict[str, Any] | None:
+async def job_start(store: TenantStore, job: RecordID) -> Job | None:
     """Mark running; None when the job is already finished (a redelivered task)."""
-    return await store.query_one(queries.JOB_START, {"job": job})
+    row = await store.query_one(queries.JOB_START, {"job": job})
+    return as_job(row) if row else None
 
 
 async def job_finish(
@@ -138,7 +142,7 @@ async def job_run(
     retried: tuple[type[Exception], ...] = (GraphUnavailable,),
     failed: Callable[[Exception], JobReport] | None = None,
     ended: Callable[[JobReport], Awaitable[None]] | None = None,
-) -> dict[str, Any]:
+) -> Job:
     """Run `work` as job `job`: the one place a job goes from queued to running and on
     to completed, failed or paused. It is marked running; then completed with the
     counts and timings `work` returns, or as the JobReport it returns says.
@@ -177,7 +181,7 @@ async def _ping(store: TenantStore) -> tuple[dict[str, int], dict[str, float]]:
     return {"pings": 1}, {"ping_ms": round(elapsed_ms, 3)}
 
 
-async def health_check(store: TenantStore, job: RecordID) -> dict[str, Any]:
+async def health_check(store: TenantStore, job: RecordID) -> Job:
     """The health job: proves a worker can reach this tenant's graph and write to it."""
     return await job_run(store, job, _ping)
 
@@ -221,7 +225,7 @@ async def with_heartbeat(
 
 async def requeue_stale(
     store: TenantStore, *, stale_after: float, kinds: Iterable[str]
-) -> list[dict[str, Any]]:
+) -> list[Job]:
     """The running jobs of `kinds` whose heartbeat is over `stale_after` seconds old, put
     back to `queued`; the caller sends their tasks again. A job another caller requeued
     (or a worker revived) meanwhile is not returned."""
@@ -233,15 +237,16 @@ async def requeue_stale(
             queries.JOB_REQUEUE_STALE, {"job": row["id"], "stale_ms": stale_ms}
         )
         if job:
-            requeued.append(dict(job))
+            requeued.append(as_job(dict(job)))
     return requeued
 
 
 async def job_requeue(
     store: TenantStore, job: RecordID, *, stale_after: float
-) -> dict[str, Any] | None:
+) -> Job | None:
     """An ingest job back to queued when failed or paused, or running with no heartbeat
     for `stale_after` seconds (its worker died); None otherwise (a live job, say)."""
-    return await store.query_one(
+    row = await store.query_one(
         queries.JOB_REQUEUE, {"job": job, "stale_ms": int(stale_after * 1000)}
     )
+    return as_job(row) if row else None

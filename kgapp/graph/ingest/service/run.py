@@ -19,6 +19,7 @@ from kgapp.graph.ingest.model import EpisodeInput
 from kgapp.graph.ingest.offline.extractor import OfflineExtractor
 from kgapp.graph.ingest.pipeline import IngestReport, ingest_document, ingest_job
 from kgapp.graph.llm.client import LLMClient
+from kgapp.graph.records import Job
 from kgapp.graph.store import TenantStore
 from kgapp.graph.time import parse_when
 
@@ -31,7 +32,7 @@ async def ingest_run(
     llm: LLMClient | None,
     extractor: OfflineExtractor | None = None,
     pdf: PdfLimits | None = None,
-) -> dict[str, Any]:
+) -> Job:
     """Run an ingest job to its end, through `jobs.job_run` (queued, running, then
     completed, failed or paused). Idempotent: a finished job is left as it is, and a
     retried one skips the episodes it already wrote. Without `llm`, `extractor` extracts
