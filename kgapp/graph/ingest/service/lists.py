@@ -8,7 +8,7 @@ from surrealdb.data.types.record_id import RecordID
 
 from kgapp.graph import queries
 from kgapp.graph.ingest.prepare import saga_record
-from kgapp.graph.records import found
+from kgapp.graph.records import Episode, as_episode, found
 from kgapp.graph.store import TenantStore
 
 
@@ -18,14 +18,12 @@ def saga_of(name: str) -> RecordID:
 
 async def episode_list(
     store: TenantStore, *, saga: RecordID | None, document: RecordID | None, limit: int, offset: int
-) -> list[dict[str, Any]]:
-    return list(
-        await store.query_one(
-            queries.EPISODE_LIST,
-            {"saga": saga, "document": document, "limit": limit, "offset": offset},
-        )
-        or []
+) -> list[Episode]:
+    rows = await store.query_one(
+        queries.EPISODE_LIST,
+        {"saga": saga, "document": document, "limit": limit, "offset": offset},
     )
+    return [as_episode(row) for row in rows or []]
 
 
 async def document_list(
