@@ -1,5 +1,5 @@
 """The labelled resolution set (tests/data/resolution_pairs.json) run through the real
-resolution and persistence stages, and scored. Used by tests/graph/test_resolution.py
+resolution and persistence stages, and scored. Used by tests/graph/ingest/test_resolution.py
 and bench/resolution.py.
 
 Every pair's first name is ingested, then every pair's second name, in episodes of a

@@ -22,7 +22,7 @@ from kgapp.graph.search.model import SearchRequest
 from kgapp.graph.store import Pool, TenantStore
 from kgapp.graph.time import Moment
 
-SCHEMA = Path(__file__).resolve().parents[2] / "schema"
+SCHEMA = Path(__file__).resolve().parents[3] / "schema"
 
 
 def at(year: int, month: int, day: int) -> datetime:

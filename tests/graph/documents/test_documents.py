@@ -19,7 +19,7 @@ from kgapp.graph.documents.parse import SUPPORTED_EXTENSIONS, parse_document
 from kgapp.graph.documents.pdf import PdfLimits, pdf_text
 from kgapp.graph.documents.text import markdown_headings
 
-LOCOMO = Path(__file__).resolve().parents[1] / "data" / "locomo_like.json"
+LOCOMO = Path(__file__).resolve().parents[2] / "data" / "locomo_like.json"
 LIMIT = 1_000_000
 
 

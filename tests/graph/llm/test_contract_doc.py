@@ -12,7 +12,7 @@ from kgapp.graph.llm.prompts.rank import Ranking
 from kgapp.graph.llm.prompts.resolve import Resolution
 from kgapp.graph.llm.schema import strict_json_schema
 
-DOC = Path(__file__).resolve().parents[2] / "docs" / "llm-contract.md"
+DOC = Path(__file__).resolve().parents[3] / "docs" / "llm-contract.md"
 
 
 def test_documented_schemas_match_the_code() -> None:
