@@ -77,7 +77,7 @@ def _check_messages(content: str) -> None:
 def episode_list(request: HttpRequest, tenant: str, filters: Query[EpisodeFilter]) -> Any:
     access = tenant_access(request.user, tenant)
     document = parse_record_id(filters.document, "document") if filters.document else None
-    saga = service.saga_of(filters.saga) if filters.saga else None
+    saga = service.saga_record(filters.saga) if filters.saga else None
     rows = tenant_graph(access.tenant).run(
         service.episode_list,
         saga=saga,

@@ -3,8 +3,9 @@ jobs (`submit`), run such a job (`run`), add a fact directly (`facts`), delete w
 ingested (`removal`), read it back (`lists`), and queue a stopped job again
 (`jobs.job_requeue`, where every move of a job's status is)."""
 
+from kgapp.graph.ingest.prepare import saga_record
 from kgapp.graph.ingest.service.facts import FactAdded, fact_add
-from kgapp.graph.ingest.service.lists import document_get, document_list, episode_list, saga_of
+from kgapp.graph.ingest.service.lists import document_get, document_list, episode_list
 from kgapp.graph.ingest.service.removal import document_delete, episode_delete, episodes_remove
 from kgapp.graph.ingest.service.run import ingest_run
 from kgapp.graph.ingest.service.submit import document_submit, episode_submit
@@ -23,5 +24,5 @@ __all__ = [
     "fact_add",
     "ingest_run",
     "job_requeue",
-    "saga_of",
+    "saga_record",
 ]

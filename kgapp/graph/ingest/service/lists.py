@@ -7,13 +7,8 @@ from typing import Any
 from surrealdb.data.types.record_id import RecordID
 
 from kgapp.graph import queries
-from kgapp.graph.ingest.prepare import saga_record
 from kgapp.graph.records import Episode, as_episode, found
 from kgapp.graph.store import TenantStore
-
-
-def saga_of(name: str) -> RecordID:
-    return saga_record(name)
 
 
 async def episode_list(
