@@ -339,7 +339,7 @@ class TurnBaseline:
     """BM25 over the conversation's turns, analysed like the product's BM25 index."""
 
     def __init__(self, turns: list[str]) -> None:
-        from kgapp.graph.index.analyzer import terms
+        from kgapp.graph.index.analysis import terms
 
         self.terms, self.turns = terms, turns
         logging.getLogger("bm25s").setLevel(logging.WARNING)  # it sets DEBUG on import

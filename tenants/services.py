@@ -14,6 +14,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from kgapp.graph import namespaces, schema
+from kgapp.graph.index import layout as search_index
 from tenants import events
 from tenants.access import check_slug
 from tenants.errors import InvitationNotFound, LastOwner
@@ -69,6 +70,7 @@ def tenant_delete(*, tenant: Tenant, confirm: str) -> None:
     runtime = graph_runtime()
     runtime.run(runtime.drop_pool(tenant.namespace))
     runtime.run(namespaces.namespace_remove(runtime.store(None), tenant.namespace))
+    search_index.remove(tenant.namespace)  # this machine's; an indexer drops its own
     tenant.delete()
 
 

@@ -38,6 +38,20 @@ def surreal() -> Iterator[surreal_server.RunningServer]:
 
 
 @pytest.fixture(scope="session", autouse=True)
+def _search_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The tenants' search indexes of this run, in a directory of their own (the worker
+    processes the tests start inherit it)."""
+    previous = os.environ.get("KG_SEARCH_DIR")
+    directory = tmp_path_factory.mktemp("search")
+    os.environ["KG_SEARCH_DIR"] = str(directory)
+    yield directory
+    if previous is None:
+        os.environ.pop("KG_SEARCH_DIR", None)
+    else:
+        os.environ["KG_SEARCH_DIR"] = previous
+
+
+@pytest.fixture(scope="session", autouse=True)
 def _graph_settings(surreal: surreal_server.RunningServer) -> Iterator[None]:
     names = ("SURREAL_URL", "SURREAL_USER", "SURREAL_PASS")
     previous = {name: getattr(settings, name) for name in names}

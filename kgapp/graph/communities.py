@@ -29,7 +29,7 @@ import numpy as np
 from surrealdb.data.types.record_id import RecordID
 
 from kgapp.graph import queries, records
-from kgapp.graph.index import FactIndex, entity_index, fact_index
+from kgapp.graph.index import FactIndex, fact_index
 from kgapp.graph.llm.client import LLMClient
 from kgapp.graph.llm.prompts import community as prompt
 from kgapp.graph.records import Community, Job, as_community, record_key
@@ -76,19 +76,11 @@ class Report:
 
 async def project(store: TenantStore, as_of: datetime, known_at: datetime) -> Projection:
     """The entity graph of the facts visible at `as_of` as known at `known_at`."""
-    return project_index(await fact_index(store), as_of, known_at)
+    return project_index(await fact_index(store, fresh=True), as_of, known_at)
 
 
 def project_index(index: FactIndex, as_of: datetime, known_at: datetime) -> Projection:
-    mask = index.visible(as_of, known_at)
-    with index.lock:
-        rows = np.flatnonzero(mask[: len(index.keys)])
-        source = index.source.data[rows]
-        target = index.target.data[rows]
-        fact_keys = [index.keys[i] for i in rows]
-        names = [""] * len(index.ends)
-        for key, code in index.ends.items():
-            names[code] = key
+    source, target, fact_keys, names = index.projection(index.visible(as_of, known_at))
     keep = source != target
     source, target = source[keep], target[keep]
     fact_keys = [k for k, kept in zip(fact_keys, keep, strict=True) if kept]
@@ -257,12 +249,12 @@ async def _describe_all(
 ) -> dict[str, tuple[str, str]]:
     if not fresh:
         return {}
-    entities = await entity_index(store)
     limit = asyncio.Semaphore(SUMMARY_CONCURRENCY)
 
     async def one(community: Found) -> tuple[str, tuple[str, str]]:
+        ids = [RecordID("entity", m.partition(":")[2]) for m in community.members]
         members = sorted(
-            (entities.row(m) for m in community.members if m in entities.positions),
+            await store.query_one(queries.ENTITY_HITS, {"ids": ids}) or [],
             key=lambda row: (-int(row.get("degree") or 0), str(row.get("name"))),
         )
         names = [str(m["name"]) for m in members]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import os
 from hashlib import sha256
 from pathlib import Path
 
@@ -242,6 +243,10 @@ SURREAL_CONNECT_ATTEMPTS = env.integer("SURREAL_CONNECT_ATTEMPTS", 4)
 SURREAL_BIND = env.text("SURREAL_BIND", "127.0.0.1:8811")
 SURREAL_STORAGE = env.text("SURREAL_STORAGE", f"rocksdb://{VAR_DIR / 'surreal'}")
 SCHEMA_DIR = BASE_DIR / "schema"
+# Every tenant's search index on this machine (kgapp/graph/index/, which reads the
+# variable): derived data, rebuilt from SurrealDB when missing.
+SEARCH_DIR = env.path("KG_SEARCH_DIR", VAR_DIR / "search")
+os.environ["KG_SEARCH_DIR"] = str(SEARCH_DIR)
 # Live updates (kgapp/web/live.py): each hub reads its tenant's change feed every
 # KG_LIVE_FEED_INTERVAL seconds, reads KG_LIVE_FEED_LOOKBACK seconds back for commits that
 # became visible late, and reads at once when a LIVE SELECT on this node says something

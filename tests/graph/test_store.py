@@ -222,3 +222,38 @@ async def test_namespace_removal_survives_writers_in_flight(store_config: StoreC
         await pool.close()
         await namespace_remove(root, namespace)
         await root._pool.close()
+
+
+async def test_responses_decode_as_the_sdk_decodes_them(raw_namespace) -> None:
+    """store.decode (cbor2's C decoder) gives what the SDK's own decoder gives, for every
+    kind of value the graph stores, read back from the real server."""
+    from decimal import Decimal
+
+    from surrealdb.connections import async_ws
+    from surrealdb.data import cbor as sdk_cbor
+
+    from kgapp.graph import store as store_module
+
+    assert async_ws.decode is store_module.decode
+    store = await raw_namespace()
+    await store.query("DEFINE TABLE IF NOT EXISTS thing SCHEMALESS")
+    await store.query(
+        "CREATE thing:one SET at = d'2024-02-29T23:59:59.123456Z', gone = NONE, n = 42,"
+        " x = 0.1f, big = 9223372036854775807, d = 1.25dec, span = 1h30m, name = 'Zoë ✓',"
+        " link = thing:two, vector = [0.5f, -1.0f, 3.25f], nested = {a: [1, {b: NONE}]},"
+        " raw = <bytes> 'abc', flag = true"
+    )
+    seen: list[bytes] = []
+    original = async_ws.decode
+
+    def keep(data: bytes):
+        seen.append(data)
+        return original(data)
+
+    async_ws.decode = keep
+    try:
+        row = await store.query_one("SELECT * FROM ONLY thing:one")
+    finally:
+        async_ws.decode = original
+    assert row["d"] == Decimal("1.25") and row["link"].table_name == "thing"
+    assert seen and all(store_module.decode(d) == sdk_cbor.decode(d) for d in seen)

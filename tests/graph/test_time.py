@@ -1,6 +1,7 @@
 """Bi-temporal visibility has one definition, kgapp.graph.time.visible, mirrored once in
-SurrealQL (queries.VISIBLE_ROWS) and once in JavaScript (frontend/static/js/time.js);
-the three must answer the same on every case of this table."""
+SurrealQL (queries.VISIBLE_ROWS), once in JavaScript (frontend/static/js/time.js) and
+once over the search index's columns (FactIndex.visible); the four must answer the same
+on every case of this table."""
 
 from __future__ import annotations
 
@@ -10,6 +11,10 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from kgapp.graph import queries
+from kgapp.graph.index import FactIndex
+from kgapp.graph.index.facts import FACTS as FACTS_SPEC
+from kgapp.graph.index.layout import TableState
+from kgapp.graph.index.writer import TableWriter
 from kgapp.graph.time import Moment, in_utc, parse_when, visible
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -68,6 +73,19 @@ async def test_surrealql_agrees_with_python(raw_namespace) -> None:
         )
         surreal.append(bool(rows[0]))
     assert surreal == python_answers()
+
+
+def test_the_search_index_agrees_with_python(tmp_path: Path) -> None:
+    """The fact index's columns filter by the same rule (FactIndex.visible)."""
+    writer = TableWriter(tmp_path, FACTS_SPEC, TableState())
+    for number, fact in enumerate(FACTS):
+        writer.put({"id": f"relates_to:f{number}", "fact": "", **fact_row(fact)})
+    state = writer.commit(1)
+    writer.close()
+    index = FactIndex(tmp_path)
+    index.update(state)
+    masks = {moment: index.visible(at(moment[0]), at(moment[1])) for moment in MOMENTS}
+    assert [bool(masks[moment][FACTS.index(f)]) for f, moment in CASES] == python_answers()
 
 
 def test_javascript_agrees_with_python() -> None:

@@ -5,7 +5,10 @@ from __future__ import annotations
 import pytest
 from django.core.management import CommandError, call_command
 from django.test import Client
+from surrealdb.data.types.record_id import RecordID
 
+from kgapp.graph import queries
+from kgapp.graph.index import layout as search_index
 from kgapp.graph.namespaces import namespace_names
 from tenants.models import Membership, Tenant
 
@@ -31,6 +34,26 @@ def test_create_and_delete_tenant_commands(runtime, make_user) -> None:
     call_command("delete_tenant", "cmd-made", "--confirm", "cmd-made")
     assert not Tenant.objects.filter(slug="cmd-made").exists()
     assert "t_cmd_made" not in namespaces(runtime)
+
+
+def test_search_indexer_command_indexes_every_tenant_and_forgets_deleted_ones(runtime) -> None:
+    call_command("create_tenant", "cmd-indexed")
+    call_command("create_tenant", "cmd-other")
+    ours, other = (Tenant.objects.get(slug=s) for s in ("cmd-indexed", "cmd-other"))
+    entity = {"id": RecordID("entity", "acme"), "name": "Acme Rockets", "entity_type":
+              "Organization", "canonical_name": "acme rockets", "summary": ""}
+    runtime.run(runtime.store(ours.namespace).query(queries.ENTITIES_BULK_INSERT,
+                                                     {"rows": [entity]}))
+    call_command("search_indexer", "--once")
+    for tenant in (ours, other):
+        directory = search_index.tenant_dir(tenant.namespace)
+        manifest = search_index.read_manifest(directory, tenant.namespace)
+        assert manifest is not None
+        assert manifest.table("entity").rows == (1 if tenant == ours else 0)
+    call_command("delete_tenant", "cmd-indexed", "--confirm", "cmd-indexed")
+    assert not search_index.tenant_dir(ours.namespace).exists()
+    assert search_index.tenant_dir(other.namespace).exists()
+    call_command("delete_tenant", "cmd-other", "--confirm", "cmd-other")
 
 
 def test_bad_slug_is_refused_before_anything_exists(runtime) -> None:

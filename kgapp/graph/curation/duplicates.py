@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 from surrealdb.data.types.record_id import RecordID
 
 from kgapp.graph import names, queries
 from kgapp.graph.curation.common import CurationRefused, audit_of, record_of
 from kgapp.graph.index import entity_index
+from kgapp.graph.index.vectors import neighbours
 from kgapp.graph.ontology import types_compatible
 from kgapp.graph.records import record_key
 from kgapp.graph.store import TenantStore
@@ -45,41 +45,46 @@ EMBEDDING_BAND = 0.70
 NEIGHBOURS = 10
 
 
+async def _entities(store: TenantStore, keys: list[str]) -> dict[str, dict[str, Any]]:
+    """By key, the entities (id, name, entity_type) as the database has them now."""
+    found: dict[str, dict[str, Any]] = {}
+    for first in range(0, len(keys), 1000):
+        ids = [RecordID("entity", key.partition(":")[2]) for key in keys[first : first + 1000]]
+        for row in await store.query_one(queries.ENTITY_HITS, {"ids": ids}) or []:
+            found[record_key(row["id"])] = dict(row)
+    return found
+
+
 async def generate_candidates(
     store: TenantStore, *, band: float = EMBEDDING_BAND, most: int = 1000
 ) -> int:
     """Queue pairs of current entities that may be one (never a pair seen before,
     whatever was decided about it); returns how many were queued."""
-    index = await entity_index(store)
-    with index.lock:
-        size = len(index.keys)
-        usable = np.flatnonzero(index.alive.data[:size] & index.has_vector.data[:size])
-        vectors = index.vectors.data[usable]
-        rows = [index.rows[int(i)] for i in usable]
+    keys, vectors = (await entity_index(store, fresh=True)).usable_vectors()
+    current = await _entities(store, keys)
+    vectors = vectors[[i for i, key in enumerate(keys) if key in current]]
+    rows = [current[key] for key in keys if key in current]
     known = {
         frozenset((record_key(r["a"]), record_key(r["b"])))
         for r in await store.query_one(queries.CANDIDATE_PAIRS) or []
     }
     found: dict[frozenset[str], tuple[float, str, Any, Any]] = {}
-    for start in range(0, len(rows), 512):
-        block = vectors[start : start + 512] @ vectors.T
-        for offset, scores in enumerate(block):
-            i = start + offset
-            for j in np.argsort(-scores)[: NEIGHBOURS + 1]:
-                a, b = rows[i], rows[j]
-                if j <= i or not types_compatible(a["entity_type"], b["entity_type"]):
-                    continue
-                pair = frozenset((record_key(a["id"]), record_key(b["id"])))
-                if pair in known or pair in found:
-                    continue
-                evidence = names.compare(a["name"], a["entity_type"], b["name"], b["entity_type"])
-                cosine = float(scores[j])
-                if evidence.verdict == "blocked":
-                    continue
-                if cosine >= band:
-                    found[pair] = (cosine, "embedding_band", a["id"], b["id"])
-                elif evidence.verdict in ("same", "similar"):
-                    found[pair] = (evidence.score, f"name_{evidence.rule}", a["id"], b["id"])
+    found_rows, cosines = neighbours(vectors, NEIGHBOURS + 1)
+    for i, (nearest, scores) in enumerate(zip(found_rows, cosines, strict=True)):
+        for j, cosine in zip(nearest.tolist(), scores.tolist(), strict=True):
+            a, b = rows[i], rows[j]
+            if j <= i or not types_compatible(a["entity_type"], b["entity_type"]):
+                continue
+            pair = frozenset((record_key(a["id"]), record_key(b["id"])))
+            if pair in known or pair in found:
+                continue
+            evidence = names.compare(a["name"], a["entity_type"], b["name"], b["entity_type"])
+            if evidence.verdict == "blocked":
+                continue
+            if cosine >= band:
+                found[pair] = (cosine, "embedding_band", a["id"], b["id"])
+            elif evidence.verdict in ("same", "similar"):
+                found[pair] = (evidence.score, f"name_{evidence.rule}", a["id"], b["id"])
     best = sorted(found.values(), key=lambda item: -item[0])[:most]
     batch = queries.Batch()
     for score, method, a, b in best:

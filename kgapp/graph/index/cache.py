@@ -1,52 +1,107 @@
-"""The indexes of this process, per tenant, within a memory budget
-(KG_SEARCH_INDEX_MB)."""
+"""The tenants' indexes as this process reads them (the most recently searched
+KG_SEARCH_TENANTS), brought up to date before each use: by running a pass here when no
+indexer runs on this machine, else by taking up what the indexer last committed
+(waiting for it to pass the present moment when the caller must read its own writes).
+"""
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import os
 import threading
 from collections import OrderedDict
+from datetime import datetime
+from pathlib import Path
 
+from kgapp.graph import live
+from kgapp.graph.index import indexer, layout
 from kgapp.graph.index.entities import EntityIndex
 from kgapp.graph.index.facts import FactIndex
-from kgapp.graph.index.table import SearchIndex
 from kgapp.graph.store import TenantStore
 
+log = logging.getLogger(__name__)
 
-class _Cache:
-    """The indexes of the most recently searched tenants, within a memory budget."""
+FRESH_WAIT = 10.0  # seconds a reader waits for the indexer to pass the present
+TENANTS = int(os.environ.get("KG_SEARCH_TENANTS", "32"))
 
-    def __init__(self, budget_bytes: int, tenants: int = 16) -> None:
-        self.budget, self.tenants = budget_bytes, tenants
-        self._indexes: OrderedDict[tuple[str, str], SearchIndex] = OrderedDict()
+
+class TenantIndex:
+    """A tenant's fact and entity indexes, as of the manifest last read."""
+
+    def __init__(self, directory: Path, namespace: str) -> None:
+        self.directory, self.namespace = directory, namespace
+        self.manifest: layout.Manifest | None = None
+        self.facts, self.entities = FactIndex(None), EntityIndex(None)
+        self._stamp: tuple[int, int, int] | None = None
         self._lock = threading.Lock()
 
-    def get(self, namespace: str | None, kind: type[SearchIndex]) -> SearchIndex:
-        key = (namespace or "", kind.table)
+    def refresh(self) -> None:
+        try:
+            found = os.stat(self.directory / layout.MANIFEST)
+        except FileNotFoundError:
+            return
+        stamp = (found.st_ino, found.st_mtime_ns, found.st_size)
         with self._lock:
-            index = self._indexes.pop(key, None) or kind()
-            self._indexes[key] = index
-            while len(self._indexes) > 1 and (
-                len(self._indexes) > 2 * self.tenants
-                or sum(i.nbytes for i in self._indexes.values()) > self.budget
-            ):
-                self._indexes.popitem(last=False)
-            return index
+            if stamp == self._stamp:
+                return
+            manifest = layout.read_manifest(self.directory, self.namespace)
+            if manifest is None:
+                return
+            try:
+                if self.manifest is None or manifest.build != self.manifest.build:
+                    build = self.directory / manifest.build
+                    self.facts = FactIndex(build / "relates_to")
+                    self.entities = EntityIndex(build / "entity")
+                self.facts.update(manifest.table("relates_to"))
+                self.entities.update(manifest.table("entity"))
+            except (OSError, ValueError) as error:  # rebuilt meanwhile: next time
+                log.info("search index of %s: %s", self.namespace, error)
+                return
+            self.manifest, self._stamp = manifest, stamp
+
+    def applied(self) -> datetime | None:
+        manifest = layout.read_manifest(self.directory, self.namespace)
+        return datetime.fromisoformat(manifest.applied) if manifest and manifest.applied else None
 
 
-_cache = _Cache(int(os.environ.get("KG_SEARCH_INDEX_MB", "1024")) * 2**20)
+_readers: OrderedDict[str, TenantIndex] = OrderedDict()
+_readers_lock = threading.Lock()
 
 
-async def fact_index(store: TenantStore) -> FactIndex:
-    """This process's fact index of the store's tenant, up to date with the database."""
-    index = _cache.get(store.namespace, FactIndex)
-    await index.refresh(store)
-    assert isinstance(index, FactIndex)
-    return index
+async def tenant_index(store: TenantStore, *, fresh: bool = False) -> TenantIndex:
+    """The store's tenant's indexes, up to date: with everything committed before this
+    call when no indexer runs here or when `fresh`; else as the indexer last left them
+    (within about a second)."""
+    base = layout.root()
+    directory = layout.tenant_dir(store.namespace, base)
+    if not layout.indexer_running(base):
+        await indexer.sync(store, base)
+    with _readers_lock:
+        reader = _readers.pop(str(directory), None) or TenantIndex(directory, store.namespace or "")
+        _readers[str(directory)] = reader
+        while len(_readers) > TENANTS:
+            _readers.popitem(last=False)
+    if fresh and layout.indexer_running(base):
+        await _caught_up(store, reader)
+    reader.refresh()
+    return reader
 
 
-async def entity_index(store: TenantStore) -> EntityIndex:
-    index = _cache.get(store.namespace, EntityIndex)
-    await index.refresh(store)
-    assert isinstance(index, EntityIndex)
-    return index
+async def _caught_up(store: TenantStore, reader: TenantIndex) -> None:
+    """Wait until the indexer's last pass began after now (FRESH_WAIT at most)."""
+    now = await live.server_now(store)
+    deadline = asyncio.get_running_loop().time() + FRESH_WAIT
+    while (applied := reader.applied()) is None or applied < now:
+        if asyncio.get_running_loop().time() > deadline:
+            log.warning("search index of %s: the indexer is behind", reader.namespace)
+            return
+        await asyncio.sleep(0.02)
+
+
+async def fact_index(store: TenantStore, *, fresh: bool = False) -> FactIndex:
+    return (await tenant_index(store, fresh=fresh)).facts
+
+
+async def entity_index(store: TenantStore, *, fresh: bool = False) -> EntityIndex:
+    return (await tenant_index(store, fresh=fresh)).entities

@@ -1,10 +1,16 @@
-"""The index's storage: growable numpy columns, and timestamps as int64 microseconds (so
-that a point-in-time filter is a vector comparison)."""
+"""An index's columns: one file per column, memory-mapped, so every process on the
+machine reads the same pages. Timestamps are int64 microseconds, so a point-in-time
+filter is a vector comparison.
+
+The writer grows a file by extending it (rows keep their place) and records the new
+capacity in the manifest; a reader maps as many rows as the manifest says exist.
+"""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from pathlib import Path
+from typing import Literal
 
 import numpy as np
 
@@ -19,21 +25,44 @@ def micros(value: datetime | None) -> int:
     return (value - EPOCH) // timedelta(microseconds=1)
 
 
-class Column:
-    """A growable one- or two-dimensional numpy array (rows appended, capacity doubled)."""
+Spec = dict[str, np.dtype]  # column name -> type (vectors: float32 rows of `width`)
 
-    def __init__(self, dtype: Any, fill: Any = 0, width: int = 0) -> None:
-        self.dtype, self.fill, self.width = dtype, fill, width
-        self.data = np.full((0, width) if width else 0, fill, dtype=dtype)
 
-    def ensure(self, size: int, width: int = 0) -> None:
-        if width and width != self.width:  # the first vector fixes the width
-            self.width = width
-            self.data = np.full((len(self.data), width), self.fill, dtype=self.dtype)
-        if size <= len(self.data):
+class Columns:
+    """The column files of one table's index, mapped read-write (the writer) or
+    read-only (readers). `vectors` is the matrix of unit vectors, `width` wide."""
+
+    def __init__(self, directory: Path, spec: Spec, *, writable: bool) -> None:
+        self.directory, self.spec, self.writable = directory, spec, writable
+        self.capacity, self.width = 0, 0
+        self.data: dict[str, np.ndarray] = {}
+
+    def map(self, capacity: int, width: int) -> None:
+        """Map `capacity` rows (a writer first extends the files to hold them)."""
+        if capacity == self.capacity and width == self.width and self.data:
             return
-        capacity = max(size, 2 * len(self.data), 256)
-        shape = (capacity, self.width) if self.width else capacity
-        grown = np.full(shape, self.fill, dtype=self.dtype)
-        grown[: len(self.data)] = self.data
-        self.data = grown
+        self.data = {}
+        shapes: dict[str, tuple[int, ...]] = {name: (capacity,) for name in self.spec}
+        if width:
+            shapes["vectors"] = (capacity, width)
+        for name, shape in shapes.items():
+            dtype = np.dtype(np.float32) if name == "vectors" else self.spec[name]
+            path = self.directory / f"{name}.bin"
+            size = int(np.prod(shape)) * dtype.itemsize
+            if self.writable and (not path.exists() or path.stat().st_size < size):
+                with open(path, "ab") as handle:
+                    handle.truncate(size)
+            if not size:
+                self.data[name] = np.zeros(shape, dtype=dtype)
+                continue
+            mode: Literal["r+", "r"] = "r+" if self.writable else "r"
+            self.data[name] = np.memmap(path, dtype=dtype, mode=mode, shape=shape)
+        self.capacity, self.width = capacity, width
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        return self.data[name]
+
+    def flush(self) -> None:
+        for array in self.data.values():
+            if isinstance(array, np.memmap):
+                array.flush()

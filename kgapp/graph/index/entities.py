@@ -1,49 +1,48 @@
-"""The entity index: names and summaries, name embeddings, entity types, and the fields
-a search hit shows, so that an entity found is not read again."""
+"""The entity index: names and summaries, name embeddings and entity types; a merged
+entity is not found."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
 from kgapp.graph import queries
-from kgapp.graph.index.columns import Column
-from kgapp.graph.index.table import SearchIndex
+from kgapp.graph.index.table import TableIndex, TableSpec
 
 
-class EntityIndex(SearchIndex):
-    table = "entity"
-    text_fields = ("name", "summary")
-    vector_field = "name_embedding"
-    load_all = queries.ENTITY_INDEX_ALL
+def _values(
+    row: dict[str, Any], code: Callable[[str], int], end: Callable[[str], int]
+) -> dict[str, Any]:
+    return {"entity_type": code(str(row.get("entity_type") or ""))}
 
-    def _reset(self) -> None:
-        super()._reset()
-        self.rows: dict[int, dict[str, Any]] = {}
-        self.entity_type = Column(np.int32, -1)
-        self.codes: dict[str, int] = {}
 
-    def _grow(self, size: int) -> None:
-        super()._grow(size)
-        self.entity_type.ensure(size)
+ENTITIES = TableSpec(
+    table="entity",
+    text_fields=("name", "summary"),
+    vector_field="name_embedding",
+    columns={"entity_type": np.dtype(np.int32)},
+    ids=queries.ENTITY_INDEX_IDS,
+    rows=queries.ENTITY_INDEX_ROWS,
+    values=_values,
+    alive=lambda row: row.get("merged_into") is None,
+)
 
-    def _columns(self, position: int, row: dict[str, Any]) -> bool:
-        kind = str(row.get("entity_type") or "")
-        self.entity_type.data[position] = self.codes.setdefault(kind, len(self.codes))
-        self.rows[position] = {k: v for k, v in row.items() if k in _ENTITY_FIELDS}
-        return row.get("merged_into") is None
+
+class EntityIndex(TableIndex):
+    spec = ENTITIES
 
     def of_types(self, entity_types: Sequence[str] = ()) -> np.ndarray:
         mask = self.base_mask()
         if entity_types:
-            codes = [self.codes[v] for v in entity_types if v in self.codes]
-            mask &= np.isin(self.entity_type.data[: len(self.keys)], codes)
+            mask &= self.coded("entity_type", entity_types)
         return mask
 
-    def row(self, key: str) -> dict[str, Any]:
-        return dict(self.rows[self.positions[key]])
-
-
-_ENTITY_FIELDS = frozenset({"id", "name", "entity_type", "summary", "degree"})
+    def usable_vectors(self) -> tuple[list[str], np.ndarray]:
+        """The keys of the current entities that have a name vector, and the vectors."""
+        with self.lock:
+            if not self.state.width:
+                return [], np.zeros((0, 0), dtype=np.float32)
+            rows = np.flatnonzero(self.base_mask() & self.column("has_vector"))
+            return [self.keys[i] for i in rows], np.array(self.column("vectors")[rows])

@@ -4,52 +4,75 @@ comparisons."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
 import numpy as np
 
 from kgapp.graph import queries
-from kgapp.graph.index.columns import NEVER, Column, micros
-from kgapp.graph.index.table import SearchIndex
+from kgapp.graph.index.analysis import terms
+from kgapp.graph.index.columns import micros
+from kgapp.graph.index.table import TableIndex, TableSpec
 from kgapp.graph.records import record_key
 
+_TIMES = ("valid_at", "invalid_at", "created_at", "expired_at")
 
-class FactIndex(SearchIndex):
-    table = "relates_to"
-    text_fields = ("fact",)
-    vector_field = "fact_embedding"
-    load_all = queries.FACT_INDEX_ALL
 
-    def _reset(self) -> None:
-        super()._reset()
-        self.times = {name: Column(np.int64, NEVER) for name in _TIMES}
-        self.relation = Column(np.int32, -1)
-        self.edge_type = Column(np.int32, -1)
-        self.source = Column(np.int32, -1)
-        self.target = Column(np.int32, -1)
-        self.confidence = Column(np.float32)
-        self.codes: dict[str, int] = {}
-        self.ends: dict[str, int] = {}  # entity key -> code in source / target
+def _values(
+    row: dict[str, Any], code: Callable[[str], int], end: Callable[[str], int]
+) -> dict[str, Any]:
+    values: dict[str, Any] = {name: micros(row.get(name)) for name in _TIMES}
+    values["relation"] = code(str(row.get("relation") or ""))
+    values["edge_type"] = code(str(row.get("edge_type") or ""))
+    for column, field in (("source", "in"), ("target", "out")):
+        ends = row.get(field)
+        values[column] = end(record_key(ends) if ends is not None else "")
+    values["confidence"] = float(row.get("confidence") or 0.0)
+    values["words"] = len(terms(str(row.get("fact") or "")))
+    return values
 
-    def _grow(self, size: int) -> None:
-        super()._grow(size)
-        for column in (*self.times.values(), self.relation, self.edge_type):
-            column.ensure(size)
-        for column in (self.source, self.target, self.confidence):
-            column.ensure(size)
 
-    def _columns(self, position: int, row: dict[str, Any]) -> bool:
-        for name in _TIMES:
-            self.times[name].data[position] = micros(row.get(name))
-        self.relation.data[position] = self._code(str(row.get("relation") or ""))
-        self.edge_type.data[position] = self._code(str(row.get("edge_type") or ""))
-        for column, end in ((self.source, row.get("in")), (self.target, row.get("out"))):
-            key = record_key(end) if end is not None else ""
-            column.data[position] = self.ends.setdefault(key, len(self.ends))
-        self.confidence.data[position] = float(row.get("confidence") or 0.0)
-        return True
+FACTS = TableSpec(
+    table="relates_to",
+    text_fields=("fact",),
+    vector_field="fact_embedding",
+    columns={
+        **{name: np.dtype(np.int64) for name in _TIMES},
+        "relation": np.dtype(np.int32),
+        "edge_type": np.dtype(np.int32),
+        "source": np.dtype(np.int32),
+        "target": np.dtype(np.int32),
+        "confidence": np.dtype(np.float32),
+        "words": np.dtype(np.int32),
+    },
+    ids=queries.FACT_INDEX_IDS,
+    rows=queries.FACT_INDEX_ROWS,
+    values=_values,
+    alive=lambda row: True,
+)
+
+
+class FactIndex(TableIndex):
+    spec = FACTS
+
+    def visible(
+        self,
+        as_of: datetime,
+        known_at: datetime,
+        relations: Sequence[str] = (),
+        edge_types: Sequence[str] = (),
+    ) -> np.ndarray:
+        """Rows valid at `as_of` as known at `known_at` (DESIGN.md's visibility rule,
+        time.visible), of the relations and edge types asked for."""
+        valid, known = micros(as_of), micros(known_at)
+        mask = self.base_mask()
+        mask &= (self.column("valid_at") <= valid) & (self.column("invalid_at") > valid)
+        mask &= (self.column("created_at") <= known) & (self.column("expired_at") > known)
+        for wanted, column in ((relations, "relation"), (edge_types, "edge_type")):
+            if wanted:
+                mask &= self.coded(column, wanted)
+        return mask
 
     def touching(
         self,
@@ -66,45 +89,28 @@ class FactIndex(SearchIndex):
         bound of its tokens: the caller truncates exactly afterwards)."""
         codes = [self.ends[k] for k in entities if k in self.ends]
         with self.lock:
-            size = len(self.keys)
-            source, target = self.source.data[:size], self.target.data[:size]
-            ends = np.isin(source, codes).astype(np.int8) + np.isin(target, codes)
-            rows = np.flatnonzero(mask[:size] & (ends > 0))
+            ends = np.isin(self.column("source"), codes).astype(np.int8)
+            ends += np.isin(self.column("target"), codes)
+            rows = np.flatnonzero(mask[: self.size] & (ends > 0))
             order = np.lexsort(
                 (
-                    -self.times["valid_at"].data[rows],
-                    -self.confidence.data[rows],
+                    -self.column("valid_at")[rows],
+                    -self.column("confidence")[rows],
                     -ends[rows],
                 )
             )
             chosen = rows[order[:limit]]
             if budget is not None:
-                words = self.postings["fact"].lengths.data[chosen] + per_fact
+                words = self.column("words")[chosen] + per_fact
                 chosen = chosen[: int(np.searchsorted(np.cumsum(words), budget, "right")) + 1]
             return [self.keys[i] for i in chosen]
 
-    def _code(self, value: str) -> int:
-        return self.codes.setdefault(value, len(self.codes))
-
-    def visible(
-        self,
-        as_of: datetime,
-        known_at: datetime,
-        relations: Sequence[str] = (),
-        edge_types: Sequence[str] = (),
-    ) -> np.ndarray:
-        """Rows valid at `as_of` as known at `known_at` (DESIGN.md's visibility rule)."""
-        size = len(self.keys)
-        valid, known = micros(as_of), micros(known_at)
-        t = {name: column.data[:size] for name, column in self.times.items()}
-        mask = self.base_mask()
-        mask &= (t["valid_at"] <= valid) & (t["invalid_at"] > valid)
-        mask &= (t["created_at"] <= known) & (t["expired_at"] > known)
-        for wanted, column in ((relations, self.relation), (edge_types, self.edge_type)):
-            if wanted:
-                codes = [self.codes[v] for v in wanted if v in self.codes]
-                mask &= np.isin(column.data[:size], codes)
-        return mask
-
-
-_TIMES = ("valid_at", "invalid_at", "created_at", "expired_at")
+    def projection(self, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray, list[str], list[str]]:
+        """The ends (codes) of the rows within `mask`, their keys, and the entity key of
+        each code."""
+        with self.lock:
+            rows = np.flatnonzero(mask[: self.size])
+            source = np.array(self.column("source")[rows])
+            target = np.array(self.column("target")[rows])
+            return source, target, [self.keys[i] for i in rows], list(self.ends_file.values
+                                                                       if self.ends_file else [])

@@ -1,205 +1,194 @@
-"""One table's rows held in the process (SearchIndex): kept up to date with the database
-by following its change feed, and ranked by BM25 and by cosine."""
+"""One table's index as a process reads it: the rows' keys, their columns (memory-
+mapped), BM25 over their text (tantivy) and their nearest vectors (usearch).
+
+A row is a record's place in the index, for as long as the index is not rebuilt: a
+record that changes keeps its row, one deleted keeps it dead (`alive` false), one
+created again gets it back. The writer (`writer.TableWriter`) appends keys and codes to
+text files and records in the manifest how far readers may read them.
+"""
 
 from __future__ import annotations
 
 import threading
-import time
-from collections.abc import Iterable, Sequence
-from datetime import timedelta
-from typing import Any, ClassVar
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from kgapp.graph import live, queries
-from kgapp.graph.index.analyzer import terms
-from kgapp.graph.index.columns import Column
-from kgapp.graph.index.postings import Postings
-from kgapp.graph.records import record_key
-from kgapp.graph.store import TenantStore
+from kgapp.graph.index import vectors as nearest_vectors
+from kgapp.graph.index.columns import Columns, Spec
+from kgapp.graph.index.layout import TableState
+from kgapp.graph.index.text import TextReader
 
-FEED_LOOKBACK = 1.0  # seconds: commits visible late are read again (live.FeedTail)
-CURSOR_MARGIN = timedelta(seconds=10)
-# The graph tables keep their changefeed for a day (schema/0001): a copy left idle
-# longer than this loads everything again rather than trust a trimmed feed.
-IDLE_RELOAD = 20 * 3600.0
-# Start a fresh copy once this share of the rows are superseded text or deleted.
-REBUILD_DEAD_SHARE = 0.25
+# Every table's columns beside its own: whether the row is a current record, has a
+# vector, has it in the saved graph (vectors.py), and the hash of its texts.
+COMMON: Spec = {
+    "alive": np.dtype(np.bool_),
+    "has_vector": np.dtype(np.bool_),
+    "in_hnsw": np.dtype(np.bool_),
+    "text_hash": np.dtype(np.uint64),
+}
+# Term matches asked of tantivy per wanted hit, before the mask: more when too few pass.
+BM25_OVERFETCH = 4
 
 
-class SearchIndex:
-    """Rows of one table: BM25 per text field, a vector per row, and subclass columns.
+@dataclass(frozen=True)
+class TableSpec:
+    """What one table's index holds, and how a record fills its row."""
 
-    A row is addressed by position; a record whose text changes gets a new position
-    (the old one is marked dead), anything else is updated in place.
-    """
+    table: str
+    text_fields: tuple[str, ...]
+    vector_field: str
+    columns: Spec
+    ids: str  # the query of every id (a rebuild)
+    rows: str  # the query of the indexed fields of `$ids`
+    values: Callable[[dict[str, Any], Callable[[str], int], Callable[[str], int]], dict[str, Any]]
+    alive: Callable[[dict[str, Any]], bool]
 
-    table: ClassVar[str]
-    text_fields: ClassVar[tuple[str, ...]]
-    vector_field: ClassVar[str]
-    load_all: ClassVar[str]
+    @property
+    def all_columns(self) -> Spec:
+        return {**COMMON, **self.columns}
 
-    def __init__(self) -> None:
+
+class Lines:
+    """An append-only file of one value per line, read as far as the manifest says."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.values: list[str] = []
+        self.codes: dict[str, int] = {}
+        self.read_bytes = 0
+
+    def read_to(self, size: int) -> None:
+        if size <= self.read_bytes:
+            return
+        with open(self.path, "rb") as handle:
+            handle.seek(self.read_bytes)
+            chunk = handle.read(size - self.read_bytes)
+        for line in chunk.decode().split("\n")[:-1]:
+            self.codes[line] = len(self.values)
+            self.values.append(line)
+        self.read_bytes = size
+
+
+class TableIndex:
+    """A table's index, read-only, as of the manifest last given to `update`."""
+
+    spec: TableSpec
+
+    def __init__(self, directory: Path | None) -> None:
+        self.directory = directory
         self.lock = threading.Lock()
-        self.epoch: Any = None
-        self.tail: live.FeedTail | None = None  # follows the change feed once loaded
-        self.refreshed = 0.0
-        self._reset()
+        self.state = TableState()
+        self.columns = Columns(directory or Path("."), self.spec.all_columns, writable=False)
+        self.columns.map(0, 0)
+        self.text = TextReader(directory / "text", self.spec.text_fields) if directory else None
+        self.keys_file = Lines(directory / "keys.txt") if directory else None
+        self.codes_file = Lines(directory / "codes.txt") if directory else None
+        self.ends_file = Lines(directory / "ends.txt") if directory else None
+        self.graph: Any = None
 
-    def _reset(self) -> None:
-        self.keys: list[str] = []
-        self.positions: dict[str, int] = {}
-        self.postings = {name: Postings() for name in self.text_fields}
-        self.vectors = Column(np.float32)
-        self.has_vector = Column(np.bool_, False)
-        self.alive = Column(np.bool_, False)
-        self._text_hashes: dict[str, int] = {}
-        self.dead = 0
-
-    # --- keeping up with the database ------------------------------------------------
-
-    async def refresh(self, store: TenantStore) -> None:
-        """Apply what was committed since the last refresh (or load everything).
-
-        The database's change feed is followed as the live hub follows it (live.FeedTail):
-        whole entries, and a look back for commits that became visible late."""
-        if self.tail is None or time.monotonic() - self.refreshed > IDLE_RELOAD:
-            await self._load(store)
+    def update(self, state: TableState) -> None:
+        """Take up what the writer committed, as the manifest describes it."""
+        if self.directory is None:
             return
-        epoch = await store.query_one(queries.SEARCH_INDEX_EPOCH)
-        if epoch != self.epoch or self._worn_out():
-            await self._load(store)
+        if state == self.state and (self.graph is not None or not state.hnsw):
             return
-        sweep = True  # once: the look back; then on from the cursor while behind
-        while True:
-            self._take(await self.tail.read(store, sweep=sweep))
-            if not self.tail.behind:
-                break
-            sweep = False
-        self.refreshed = time.monotonic()
-
-    async def _load(self, store: TenantStore) -> None:
-        epoch, now, rows = await store.query(queries.SEARCH_INDEX_STATE + self.load_all)
         with self.lock:
-            self._reset()
-            self.epoch = epoch
-            for row in rows or []:
-                self._apply(row)
-            # Whatever commits after the read has a later versionstamp; the margin covers
-            # the engine's coarse mapping of times to versionstamps (re-reads are no-ops).
-            self.tail = live.FeedTail(
-                now - CURSOR_MARGIN, FEED_LOOKBACK, frozenset({self.table}), vectors=True
-            )
-            self.refreshed = time.monotonic()
+            for lines, size in (
+                (self.keys_file, state.keys_bytes),
+                (self.codes_file, state.codes_bytes),
+                (self.ends_file, state.ends_bytes),
+            ):
+                assert lines is not None
+                lines.read_to(size)
+            self.columns.map(state.capacity, state.width)
+            if state.text_commit != self.state.text_commit and self.text is not None:
+                self.text.reload()
+            if state.hnsw != self.state.hnsw or self.graph is None:
+                self.graph = self._view(state.hnsw)
+            self.state = state
 
-    def _take(self, changes: list[live.Change]) -> None:
-        """Apply the table's changes in commit order: creates, updates and deletes."""
-        with self.lock:
-            for change in changes:
-                if change.action == "DELETE":
-                    self._forget(record_key(change.record))
-                else:
-                    self._apply(change.data)
+    def _view(self, name: str) -> Any:
+        if not name or self.directory is None:
+            return None
+        try:
+            return nearest_vectors.view_graph(self.directory / name)
+        except (OSError, RuntimeError, ValueError):  # replaced meanwhile: exact until then
+            return None
 
-    def _worn_out(self) -> bool:
-        return self.dead > 1000 and self.dead > REBUILD_DEAD_SHARE * len(self.keys)
+    # --- what readers use -------------------------------------------------------------
 
-    def _apply(self, row: dict[str, Any]) -> None:
-        key = record_key(row["id"])
-        texts = tuple(str(row.get(name) or "") for name in self.text_fields)
-        position = self.positions.get(key)
-        if position is not None and self._text_hashes[key] != hash(texts):
-            self._kill(position)
-            position = None
-        if position is None:
-            position = len(self.keys)
-            self.keys.append(key)
-            self.positions[key] = position
-            self._text_hashes[key] = hash(texts)
-            for name, text in zip(self.text_fields, texts, strict=True):
-                self.postings[name].add(position, text)
-            self._grow(position + 1)
-        vector = row.get(self.vector_field)
-        if vector:
-            unit = np.asarray(vector, dtype=np.float32)
-            self.vectors.ensure(position + 1, len(unit))
-            if len(unit) == self.vectors.width:  # a vector of another model: unsearchable
-                norm = float(np.linalg.norm(unit)) or 1.0
-                self.vectors.data[position] = unit / norm
-                self.has_vector.data[position] = True
-        self.alive.data[position] = self._columns(position, row)
+    @property
+    def size(self) -> int:
+        return self.state.rows
 
-    def _grow(self, size: int) -> None:
-        self.vectors.ensure(size)
-        self.has_vector.ensure(size)
-        self.alive.ensure(size)
+    @property
+    def keys(self) -> list[str]:
+        return self.keys_file.values if self.keys_file else []
 
-    def _kill(self, position: int) -> None:
-        self.alive.data[position] = False
-        self.dead += 1
+    @property
+    def positions(self) -> dict[str, int]:
+        return self.keys_file.codes if self.keys_file else {}
 
-    def forget(self, keys: Iterable[str]) -> None:
-        """Records that no longer exist (read back as nothing)."""
-        with self.lock:
-            for key in keys:
-                self._forget(key)
+    @property
+    def codes(self) -> dict[str, int]:
+        return self.codes_file.codes if self.codes_file else {}
 
-    def _forget(self, key: str) -> None:
-        position = self.positions.pop(key, None)
-        if position is not None:
-            self._kill(position)
+    @property
+    def ends(self) -> dict[str, int]:
+        return self.ends_file.codes if self.ends_file else {}
 
-    def _columns(self, position: int, row: dict[str, Any]) -> bool:
-        """Store the subclass's columns of a row; whether the row can be found."""
-        raise NotImplementedError
+    def column(self, name: str) -> np.ndarray:
+        return self.columns[name][: self.size]
 
-    # --- ranking ---------------------------------------------------------------------
+    def base_mask(self) -> np.ndarray:
+        return np.array(self.column("alive"), dtype=np.bool_)
+
+    def coded(self, column: str, values: Sequence[str]) -> np.ndarray:
+        """Rows whose `column` (a code of codes.txt) is one of `values`."""
+        wanted = [self.codes[v] for v in values if v in self.codes]
+        return np.isin(self.column(column), wanted)
 
     def bm25(self, text: str, mask: np.ndarray, limit: int) -> list[tuple[str, float]]:
-        query = terms(text)
+        """The `limit` best rows within `mask` by BM25 (ties by row), with their scores."""
+        if self.text is None or not limit:
+            return []
         with self.lock:
-            size = len(self.keys)
-            scores = sum(
-                (p.scores(query, size) for p in self.postings.values()),
-                start=np.zeros(size, dtype=np.float32),
-            )
-            return self._top(scores, mask[:size] & (scores > 0), limit)
+            ask = limit * BM25_OVERFETCH
+            while True:
+                rows, scores, more = self.text.search(text, ask)
+                inside = rows < self.size
+                inside[inside] = mask[rows[inside]]
+                if np.count_nonzero(inside) >= limit or not more:
+                    break
+                ask *= 8
+            rows, scores = rows[inside], scores[inside]
+            order = np.lexsort((rows, -scores))[:limit]
+            return [(self.keys[int(rows[i])], float(scores[i])) for i in order]
 
     def cosine(
         self, vector: Sequence[float], mask: np.ndarray, limit: int
     ) -> list[tuple[str, float]]:
         query = np.asarray(vector, dtype=np.float32)
         with self.lock:
-            size = len(self.keys)
-            if not size or len(query) != self.vectors.width:
+            if not self.size or len(query) != self.state.width:
                 return []
-            usable = mask[:size] & self.has_vector.data[:size]
-            # One product over every row beats gathering the usable rows first (a copy of
-            # most of the matrix): 100k x 384 floats in a few milliseconds.
-            scores = self.vectors.data[:size] @ query
-            return self._top(scores, usable, limit)
-
-    def _top(self, scores: np.ndarray, usable: np.ndarray, limit: int) -> list[tuple[str, float]]:
-        rows = np.flatnonzero(usable)
-        if len(rows) > limit:
-            rows = rows[np.argpartition(-scores[rows], limit - 1)[:limit]]
-        rows = rows[np.lexsort((rows, -scores[rows]))]
-        return [(self.keys[i], float(scores[i])) for i in rows]
+            usable = mask[: self.size] & self.column("has_vector")
+            found = nearest_vectors.nearest(
+                self.column("vectors"), query, usable, self.column("in_hnsw"), self.graph, limit
+            )
+            return [(self.keys[row], score) for row, score in found]
 
     def vectors_of(self, keys: Iterable[str]) -> dict[str, np.ndarray]:
         """The unit vectors of those keys that have one."""
         with self.lock:
             rows = {k: self.positions.get(k) for k in keys}
+            has = self.column("has_vector")
             return {
-                k: self.vectors.data[i].copy()
+                k: np.array(self.column("vectors")[i])
                 for k, i in rows.items()
-                if i is not None and self.has_vector.data[i]
+                if i is not None and i < self.size and has[i]
             }
-
-    def base_mask(self) -> np.ndarray:
-        return self.alive.data[: len(self.keys)].copy()
-
-    @property
-    def nbytes(self) -> int:
-        columns = sum(v.data.nbytes for v in vars(self).values() if isinstance(v, Column))
-        return columns + sum(p.nbytes for p in self.postings.values()) + 200 * len(self.keys)

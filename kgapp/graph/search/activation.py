@@ -134,9 +134,8 @@ async def activation_search(
 ) -> dict[str, list[dict[str, Any]]]:
     """Entities and facts reached by spreading activation from the query's seeds, best
     first (facts scored by the weaker end's activation times effective confidence)."""
-    seeds = await activation_seeds(store, index, request, embedder, vector)
+    seeds, names = await activation_seeds(store, index, request, embedder, vector)
     seen: dict[str, Fact] = {}
-    names: dict[str, str] = {}
 
     async def neighbours(keys: Sequence[str]) -> list[Link]:
         facts = await facts_near_once(store, [record_id(k) for k in keys], request.moment, 500)
@@ -147,9 +146,9 @@ async def activation_search(
         return [_link(fact) for fact in facts]
 
     levels = await spread(seeds, neighbours, ACTIVATION, datetime.now(UTC))
-    for key in levels.keys() - names.keys():  # a seed with no visible fact
-        names[key] = index.row(key)["name"] if key in index.positions else ""
-    entities = [{"id": record_id(k), "name": names[k], "activation": v} for k, v in levels.items()]
+    entities = [
+        {"id": record_id(k), "name": names.get(k, ""), "activation": v} for k, v in levels.items()
+    ]
     return {"facts": _reached(seen, levels), "entities": entities}
 
 
@@ -184,16 +183,16 @@ async def activation_seeds(
     request: SearchRequest,
     embedder: Embedder,
     vector: list[float] | None,
-) -> dict[str, float]:
+) -> tuple[dict[str, float], dict[str, str]]:
     """Full-text matches blended with structure (degree and edge-type diversity, weight
-    0.3); by name embedding only when full text finds nothing."""
-    rows = entity_rows(index, index.bm25(request.query, index.of_types(), 20))
+    0.3); by name embedding only when full text finds nothing. With the seeds' names."""
+    rows = await entity_rows(store, index.bm25(request.query, index.of_types(), 20))
     if not rows:
         vector = vector or (await asyncio.to_thread(embedder.embed, [request.query]))[0]
-        hits = index.cosine(vector, index.of_types(), 10)
-        rows = [r for r in entity_rows(index, hits) if r["score"] > 0.3]
+        hits = [hit for hit in index.cosine(vector, index.of_types(), 10) if hit[1] > 0.3]
+        rows = await entity_rows(store, hits)
     if not rows:
-        return {}
+        return {}, {}
     top = max(float(r.get("score") or 0) for r in rows) or 1.0
     top_degree = max(int(r.get("degree") or 0) for r in rows) or 1
     diversity = await _edge_type_diversity(store, [r["id"] for r in rows], request.moment)
@@ -204,7 +203,7 @@ async def activation_seeds(
         seeds[key] = (1 - SEED_STRUCTURE) * float(
             row.get("score") or 0
         ) / top + SEED_STRUCTURE * structural
-    return seeds
+    return seeds, {record_key(row["id"]): str(row.get("name") or "") for row in rows}
 
 
 async def _edge_type_diversity(

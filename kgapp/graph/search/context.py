@@ -12,8 +12,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from kgapp.graph.chunking import count_tokens, split_sentences
-from kgapp.graph.index import Postings
-from kgapp.graph.index.analyzer import terms
+from kgapp.graph.index.analysis import bm25, terms
 from kgapp.graph.records import record_key
 from kgapp.graph.search.passages import SOURCES, Passages, best_first, day
 
@@ -177,10 +176,7 @@ def bearing(question: str, texts: list[str]) -> list[int]:
     wanted = [t for t in _content_terms(question) if share[t] <= common]
     if not wanted:
         return list(range(len(texts)))
-    postings = Postings()
-    for row, text in enumerate(texts):
-        postings.add(row, text)
-    scores = postings.scores(wanted, len(texts))
+    scores = bm25(texts, wanted)
     return [row for row in best_first(scores) if scores[row] > 0]
 
 

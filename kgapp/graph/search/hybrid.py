@@ -1,5 +1,5 @@
 """Hybrid search over one tenant's graph: facts, entities, episodes and communities,
-each scope by its methods (BM25 and cosine from the in-process index, breadth first
+each scope by its methods (BM25 and cosine from the tenant's search index, breadth first
 from a center entity, spreading activation), the lists fused and reranked (ranking.py).
 
 Every fact read goes through the bi-temporal filter: valid at `as_of`, as known at
@@ -120,9 +120,9 @@ async def _entities(
     if "bm25" in request.methods or ("cosine" in request.methods and vector is not None):
         mask = index.of_types(request.entity_types)
         if "bm25" in request.methods:
-            found["bm25"] = entity_rows(index, index.bm25(request.query, mask, pool))
+            found["bm25"] = await entity_rows(store, index.bm25(request.query, mask, pool))
         if "cosine" in request.methods and vector is not None:
-            found["cosine"] = entity_rows(index, index.cosine(vector, mask, pool))
+            found["cosine"] = await entity_rows(store, index.cosine(vector, mask, pool))
     if "bfs" in request.methods and request.center_entity is not None:
         facts = await facts_near(
             store, [request.center_entity], request.moment, depth=request.bfs_depth, limit=pool

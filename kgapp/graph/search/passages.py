@@ -13,8 +13,7 @@ from typing import Any
 import numpy as np
 
 from kgapp.graph.chunking import count_tokens, passage_units
-from kgapp.graph.index import Postings
-from kgapp.graph.index.analyzer import terms
+from kgapp.graph.index.analysis import bm25, terms
 from kgapp.graph.records import record_key
 from kgapp.graph.time import NamedDate, resolve_named
 
@@ -44,7 +43,7 @@ class Passages:
     """Candidate episodes cut into units (chunking.passage_units: a conversation's
     messages, a text's sentences), ranked for the question by two methods fused by RRF:
     BM25, the units of all the candidates one collection (the product's analysis, see
-    `index.Postings`), each unit also getting a share of its neighbours' scores; and the
+    `index.analysis`), each unit also getting a share of its neighbours' scores; and the
     cosine of the unit's embedding (schema/0011) with the question's, where the episode
     has its units embedded."""
 
@@ -71,11 +70,9 @@ class Passages:
                 seen.add(folded)
                 self.units.append(_Unit(number, position, text, index))
                 position += 1
-        postings = Postings()
-        for row, unit in enumerate(self.units):
-            # A unit is said on its episode's day: "what did Joanna watch on 1 May 2022?"
-            postings.add(row, f"{unit.text} {day(episodes[unit.episode]['valid_at'])}")
-        lexical = self._with_neighbours(postings.scores(terms(question), len(self.units)))
+        # A unit is said on its episode's day: "what did Joanna watch on 1 May 2022?"
+        said = [f"{unit.text} {day(episodes[unit.episode]['valid_at'])}" for unit in self.units]
+        lexical = self._with_neighbours(bm25(said, terms(question)))
         rankings = [[row for row in best_first(lexical) if lexical[row] > 0]]
         if question_vector is not None and vectors:
             meaning = self._cosines(vectors, question_vector)

@@ -8,7 +8,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from kgapp.graph import queries
-from kgapp.graph.index import SearchIndex
+from kgapp.graph.index.table import TableIndex
 from kgapp.graph.llm.client import LLMClient
 from kgapp.graph.llm.prompts import rank as rank_prompt
 from kgapp.graph.records import record_key
@@ -29,7 +29,7 @@ async def rank(
     vector: list[float] | None,
     *,
     kind: str,
-    index: SearchIndex,
+    index: TableIndex,
     hydrate: Hydrate | None = None,
 ) -> list[Hit]:
     """Fuse the methods' lists, rerank, and keep `limit`. Rows marked STUB (a key and a
@@ -94,7 +94,7 @@ async def _reranked(
     records: dict[str, dict[str, Any]],
     vector: list[float] | None,
     kind: str,
-    index: SearchIndex,
+    index: TableIndex,
 ) -> list[tuple[str, float]]:
     """The candidates (`order`, as fused) by the request's reranker; the fused ranking
     itself for rrf, or when the reranker lacks what it needs (a vector, a center)."""

@@ -33,8 +33,8 @@ from kgapp.graph.time import Moment
 
 
 class Indexes:
-    """The tenant's in-process search indexes, each brought up to date with the database
-    at most once: one per search or query (each refresh is a round trip)."""
+    """The tenant's search indexes, each brought up to date at most once: one per
+    search or query."""
 
     def __init__(self, store: TenantStore) -> None:
         self._store = store
@@ -61,17 +61,23 @@ def record_id(key: str) -> RecordID:
 async def current_facts(
     store: TenantStore, index: FactIndex, keys: Sequence[str]
 ) -> dict[str, Fact]:
-    """Facts as the database has them now, in one read (gone ones forgotten)."""
+    """Facts as the database has them now, in one read (gone ones left out: the index
+    hears of their deletion on its next pass)."""
     if not keys:
         return {}
     rows = await store.query_one(queries.FACTS_BY_IDS, {"ids": [record_id(k) for k in keys]}) or []
-    current = {record_key(row["id"]): as_fact(dict(row)) for row in rows}
-    index.forget(k for k in keys if k not in current)
-    return current
+    return {record_key(row["id"]): as_fact(dict(row)) for row in rows}
 
 
-def entity_rows(index: EntityIndex, hits: list[tuple[str, float]]) -> list[dict[str, Any]]:
-    return [{**index.row(key), "score": score} for key, score in hits]
+async def entity_rows(store: TenantStore, hits: list[tuple[str, float]]) -> list[dict[str, Any]]:
+    """The entities of index hits as the database has them now (id, name, entity_type,
+    summary, degree) with their scores, in the hits' order; gone ones left out."""
+    if not hits:
+        return []
+    ids = [record_id(key) for key, _ in hits]
+    rows = await store.query_one(queries.ENTITY_HITS, {"ids": ids}) or []
+    current = {record_key(row["id"]): dict(row) for row in rows}
+    return [{**current[key], "score": score} for key, score in hits if key in current]
 
 
 # --- records by id -----------------------------------------------------------------
@@ -123,8 +129,8 @@ async def entities_lookup(
         return list(rows)
     vector = (await asyncio.to_thread(embedder.embed, [text]))[0]
     index = await entity_index(store)
-    hits = index.cosine(vector, index.of_types(), limit)
-    return [row for row in entity_rows(index, hits) if row["score"] >= 0.5]
+    hits = [hit for hit in index.cosine(vector, index.of_types(), limit) if hit[1] >= 0.5]
+    return await entity_rows(store, hits)
 
 
 # --- around entities ---------------------------------------------------------------

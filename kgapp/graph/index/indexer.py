@@ -1,0 +1,280 @@
+"""Keeps a tenant's search index up to date with its database: one pass applies what
+the change feed recorded since the last (or rebuilds the index when there is none, or
+the namespace was made again), commits, and writes the manifest.
+
+One process writes a tenant's index at a time (`layout.writer_lock`). On a machine
+that runs the indexer (`manage.py search_indexer`, `Indexer`), it is the only writer and
+every other process only reads. Without one (tests, a single process), each process
+that searches runs a pass first (`sync`), so it reads what it wrote.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import shutil
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import IO
+
+from kgapp.graph import live, queries
+from kgapp.graph.errors import GraphError
+from kgapp.graph.index import layout
+from kgapp.graph.index import vectors as nearest_vectors
+from kgapp.graph.index.entities import ENTITIES
+from kgapp.graph.index.facts import FACTS
+from kgapp.graph.index.layout import Manifest
+from kgapp.graph.index.table import TableSpec
+from kgapp.graph.index.writer import TableWriter
+from kgapp.graph.records import record_key
+from kgapp.graph.store import TenantStore
+
+log = logging.getLogger(__name__)
+
+TABLES: tuple[TableSpec, ...] = (FACTS, ENTITIES)
+FEED_LOOKBACK = 1.0  # seconds: commits visible late are read again (live.FeedTail)
+# Whatever commits after a rebuild's read has a later versionstamp; the margin covers the
+# engine's coarse mapping of times to versionstamps (re-reads change nothing).
+CURSOR_MARGIN = timedelta(seconds=10)
+# The graph tables keep their changefeed for a day (schema/0001): an index whose cursor
+# is older than this is rebuilt rather than trust a trimmed feed.
+STALE_CURSOR = timedelta(hours=20)
+REBUILD_PAGE = 1000  # records read per round trip while rebuilding
+INLINE_WAIT = 60.0  # seconds a process waits for another's pass before reading as is
+
+
+class TenantWriter:
+    """One tenant's index as its writer holds it between passes."""
+
+    def __init__(self, directory: Path, namespace: str, *, threads: int = 0) -> None:
+        self.directory, self.namespace, self.threads = directory, namespace, threads
+        self.manifest: Manifest | None = None
+        self.tables: dict[str, TableWriter] = {}
+        self.tail: live.FeedTail | None = None
+
+    async def run_pass(self, store: TenantStore) -> Manifest:
+        epoch, now = await store.query(queries.SEARCH_INDEX_STATE)
+        epoch = str(epoch)
+        on_disk = layout.read_manifest(self.directory, self.namespace)
+        if (
+            on_disk is None
+            or on_disk.epoch != epoch
+            or _stale(on_disk, now)
+            or not (self.directory / on_disk.build).is_dir()
+        ):
+            return await self.rebuild(store, epoch, now, on_disk)
+        if self.manifest is None or on_disk.generation != self.manifest.generation:
+            self._open(on_disk)  # another process wrote since: start from the disk
+        assert self.manifest is not None and self.tail is not None
+        changed = await self._follow(store)
+        return self._commit(now, changed)
+
+    async def rebuild(
+        self, store: TenantStore, epoch: str, now: datetime, previous: Manifest | None
+    ) -> Manifest:
+        """A new index of every record, in a new build directory; the old one is removed
+        once the manifest names the new."""
+        self.close()
+        build = f"b{int(time.time() * 1000)}-{os.getpid()}"
+        generation = previous.generation + 1 if previous else 1
+        self.manifest = Manifest(self.namespace, epoch, build, generation=generation)
+        self.tables = {
+            spec.table: TableWriter(self.directory / build / spec.table, spec, layout.TableState())
+            for spec in TABLES
+        }
+        start = now - CURSOR_MARGIN
+        self.tail = live.FeedTail(start, FEED_LOOKBACK, _TABLE_NAMES, vectors=True)
+        for spec in TABLES:
+            await self._read_all(store, spec)
+        self.manifest.cursor = live.position(start)
+        manifest = self._commit(now, True)
+        for old in self.directory.iterdir():
+            if old.is_dir() and old.name != build:
+                shutil.rmtree(old, ignore_errors=True)
+        return manifest
+
+    async def _read_all(self, store: TenantStore, spec: TableSpec) -> None:
+        """Every record of the table, a page at a time; with more than EXACT_ROWS, each
+        page's vectors go into the graph in a thread while the next page is read."""
+        writer = self.tables[spec.table]
+        ids = await store.query_one(spec.ids) or []
+        graphing: asyncio.Future[None] | None = None
+        for first in range(0, len(ids), REBUILD_PAGE):
+            rows = await store.query_one(spec.rows, {"ids": ids[first : first + REBUILD_PAGE]})
+            if graphing is not None:
+                await graphing
+            written = [writer.put(row) for row in rows or []]
+            if len(ids) > nearest_vectors.EXACT_ROWS:
+                graphing = asyncio.ensure_future(
+                    asyncio.to_thread(writer.graph_rows, written, self.threads)
+                )
+        if graphing is not None:
+            await graphing
+
+    def _open(self, manifest: Manifest) -> None:
+        self.close()
+        self.manifest = manifest
+        build = self.directory / manifest.build
+        self.tables = {
+            spec.table: TableWriter(build / spec.table, spec, manifest.table(spec.table))
+            for spec in TABLES
+        }
+        # From a little before the cursor: re-applying a change changes nothing.
+        cursor = manifest.cursor or 0
+        start = max(0, cursor - (int(FEED_LOOKBACK * 1000) << 16))
+        self.tail = live.FeedTail(start, FEED_LOOKBACK, _TABLE_NAMES, vectors=True)
+
+    async def _follow(self, store: TenantStore) -> bool:
+        assert self.tail is not None
+        changed, sweep = False, True  # once: the look back; then on while behind
+        while True:
+            for change in await self.tail.read(store, sweep=sweep):
+                writer = self.tables[change.table]
+                if change.action == "DELETE":
+                    writer.delete(record_key(change.record))
+                else:
+                    writer.put(change.data)
+                changed = True
+            if not self.tail.behind:
+                return changed
+            sweep = False
+
+    def _commit(self, now: datetime, changed: bool) -> Manifest:
+        assert self.manifest is not None and self.tail is not None
+        manifest = self.manifest
+        if changed:
+            manifest.generation += 1
+            for name, writer in self.tables.items():
+                manifest.tables[name] = writer.commit(manifest.generation, threads=self.threads)
+        if isinstance(self.tail.cursor, int):
+            manifest.cursor = self.tail.cursor
+        manifest.applied = now.isoformat()
+        layout.write_manifest(self.directory, manifest)
+        return manifest
+
+    def close(self) -> None:
+        for writer in self.tables.values():
+            writer.close()
+        self.tables = {}
+        self.manifest = None
+
+
+_TABLE_NAMES = frozenset(spec.table for spec in TABLES)
+
+
+def _stale(manifest: Manifest, now: datetime) -> bool:
+    if manifest.cursor is None:
+        return True
+    written = datetime.fromtimestamp((manifest.cursor >> 16) / 1000, tz=now.tzinfo)
+    return now - written > STALE_CURSOR
+
+
+# --- without an indexer: each process keeps what it reads up to date -------------------
+
+_inline: OrderedDict[str, TenantWriter] = OrderedDict()
+_INLINE_TENANTS = 4
+
+
+async def sync(store: TenantStore, base: Path | None = None) -> None:
+    """Run one pass for the store's tenant in this process, under the tenant's writer
+    lock (waiting for another process's pass to end)."""
+    namespace = store.namespace or ""
+    directory = layout.tenant_dir(namespace, base)
+    handle = await _lock(directory, INLINE_WAIT)
+    if handle is None:
+        log.warning("search index of %s: another process kept it locked", namespace)
+        return
+    try:
+        writer = _inline.pop(str(directory), None) or TenantWriter(directory, namespace)
+        try:
+            await writer.run_pass(store)
+        except BaseException:
+            writer.close()
+            raise
+        finally:
+            for table in writer.tables.values():
+                table.text.close()  # tantivy's own lock: another process may write next
+        _inline[str(directory)] = writer
+        while len(_inline) > _INLINE_TENANTS:
+            _inline.popitem(last=False)[1].close()
+    finally:
+        layout.release(handle)
+
+
+async def _lock(directory: Path, wait: float) -> IO[str] | None:
+    deadline = time.monotonic() + wait
+    while (handle := layout.try_writer_lock(directory)) is None:
+        if time.monotonic() >= deadline:
+            return None
+        await asyncio.sleep(0.01)
+    return handle
+
+
+# --- the indexer process ------------------------------------------------------------------
+
+
+class Indexer:
+    """This machine's indexer: passes over every tenant `stores()` names, every `poll`
+    seconds, holding each tenant's writer lock for good."""
+
+    def __init__(
+        self,
+        stores: Callable[[], dict[str, TenantStore]],
+        base: Path | None = None,
+        *,
+        poll: float = 0.2,
+        threads: int = 0,
+    ) -> None:
+        self.stores, self.base, self.poll, self.threads = stores, base, poll, threads
+        self.writers: dict[str, tuple[TenantWriter, IO[str]]] = {}
+
+    async def run(self, stop: asyncio.Event) -> None:
+        handle = layout.hold_indexer_lock(self.base)
+        try:
+            while not stop.is_set():
+                started = time.monotonic()
+                await self.run_once()
+                delay = self.poll - (time.monotonic() - started)
+                if delay > 0:
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(stop.wait(), delay)
+        finally:
+            for namespace in list(self.writers):
+                self._drop(namespace)
+            handle.close()
+
+    async def run_once(self) -> None:
+        stores = self.stores()
+        for namespace in list(self.writers.keys() - stores.keys()):
+            self._drop(namespace)
+            layout.remove(namespace, self.base)  # the tenant is gone
+        for namespace, store in stores.items():
+            try:
+                writer = await self._writer(namespace)
+                if writer is not None:
+                    await writer.run_pass(store)
+            except (GraphError, OSError) as error:
+                log.warning("search index of %s: %s", namespace, error)
+                self._drop(namespace)  # opened again from the disk next time
+
+    async def _writer(self, namespace: str) -> TenantWriter | None:
+        found = self.writers.get(namespace)
+        if found is None:
+            directory = layout.tenant_dir(namespace, self.base)
+            handle = await _lock(directory, INLINE_WAIT)
+            if handle is None:  # a process's pass that does not end
+                log.warning("search index of %s stays locked", namespace)
+                return None
+            writer = TenantWriter(directory, namespace, threads=self.threads)
+            found = self.writers[namespace] = (writer, handle)
+        return found[0]
+
+    def _drop(self, namespace: str) -> None:
+        writer, handle = self.writers.pop(namespace)
+        writer.close()
+        layout.release(handle)

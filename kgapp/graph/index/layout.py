@@ -1,0 +1,143 @@
+"""Where a tenant's search index lives on this machine, its manifest, and its locks.
+
+    <root>/indexer.lock                 held by the indexer process while it runs
+    <root>/<namespace>/manifest.json    what readers may use (written last, atomically)
+    <root>/<namespace>/writer.lock      held by whoever writes, for one pass or for good
+    <root>/<namespace>/<build>/         one complete index: relates_to/ and entity/
+
+The root is KG_SEARCH_DIR (default var/search in the checkout). A tenant's index is
+found only under its own namespace's directory, and its manifest names that namespace:
+an index copied or linked under another tenant's directory is refused (`read_manifest`).
+Everything here is derived data: delete a directory and the next pass rebuilds it.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import json
+import os
+import shutil
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from kgapp.graph import queries
+from kgapp.graph.errors import GraphUnavailable
+
+FORMAT = 1  # bumped when the files change shape: an older index is rebuilt
+MANIFEST = "manifest.json"
+
+
+def root() -> Path:
+    configured = os.environ.get("KG_SEARCH_DIR")
+    if configured:
+        return Path(configured)
+    return Path(__file__).resolve().parents[3] / "var" / "search"
+
+
+def tenant_dir(namespace: str | None, base: Path | None = None) -> Path:
+    """The directory of a namespace's index (the name checked: never a path)."""
+    if not namespace:
+        raise GraphUnavailable("a search index belongs to a tenant's namespace")
+    return (base or root()) / queries.check_namespace(namespace)
+
+
+@dataclass
+class TableState:
+    """What readers may use of one table's index: its first `rows` rows."""
+
+    rows: int = 0
+    capacity: int = 0
+    width: int = 0  # of the vectors; 0 until the first
+    keys_bytes: int = 0  # of keys.txt, codes.txt and ends.txt: whole lines only
+    codes_bytes: int = 0
+    ends_bytes: int = 0
+    text_commit: int = 0  # the tantivy commit readers should see
+    hnsw: str = ""  # the file of the graph of vectors, "" when there is none
+    hnsw_rows: int = 0
+
+
+@dataclass
+class Manifest:
+    namespace: str
+    epoch: str  # the namespace's first migration record: new when it is made again
+    build: str
+    format: int = FORMAT
+    generation: int = 0
+    cursor: int | None = None  # the change feed's versionstamp to read from
+    applied: str = ""  # ISO time of the server: everything committed before is in
+    tables: dict[str, TableState] = field(default_factory=dict)
+
+    def table(self, name: str) -> TableState:
+        return self.tables.setdefault(name, TableState())
+
+
+def read_manifest(directory: Path, namespace: str) -> Manifest | None:
+    """The manifest, or None when there is none usable for this namespace."""
+    try:
+        raw: dict[str, Any] = json.loads((directory / MANIFEST).read_text())
+    except (OSError, ValueError):
+        return None
+    if raw.get("namespace") != namespace or raw.get("format") != FORMAT:
+        return None
+    tables = {name: TableState(**state) for name, state in (raw.pop("tables") or {}).items()}
+    return Manifest(**raw, tables=tables)
+
+
+def write_manifest(directory: Path, manifest: Manifest) -> None:
+    temporary = directory / f".{MANIFEST}.{os.getpid()}"
+    temporary.write_text(json.dumps(asdict(manifest)))
+    os.replace(temporary, directory / MANIFEST)
+
+
+def remove(namespace: str, base: Path | None = None) -> None:
+    """Delete a namespace's index from this machine (its tenant is gone)."""
+    shutil.rmtree(tenant_dir(namespace, base), ignore_errors=True)
+
+
+def try_writer_lock(directory: Path) -> IO[str] | None:
+    """The directory's writer lock, held until `release`; None while another holds it."""
+    directory.mkdir(parents=True, exist_ok=True)
+    handle = open(directory / "writer.lock", "a+")  # noqa: SIM115 (held until released)
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as error:
+        handle.close()
+        if error.errno not in (errno.EAGAIN, errno.EACCES):
+            raise
+        return None
+    return handle
+
+
+def release(handle: IO[str]) -> None:
+    fcntl.flock(handle, fcntl.LOCK_UN)
+    handle.close()
+
+
+def indexer_running(base: Path | None = None) -> bool:
+    """Whether an indexer process holds this machine's indexer lock."""
+    path = (base or root()) / "indexer.lock"
+    if not path.exists():
+        return False
+    with open(path, "a+") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except OSError:
+            return True
+        fcntl.flock(handle, fcntl.LOCK_UN)
+        return False
+
+
+def hold_indexer_lock(base: Path | None = None) -> IO[str]:
+    """Take this machine's indexer lock for the life of the returned handle; raises
+    GraphUnavailable when another indexer holds it."""
+    directory = base or root()
+    directory.mkdir(parents=True, exist_ok=True)
+    handle = open(directory / "indexer.lock", "a+")  # noqa: SIM115 (held until closed)
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as error:
+        handle.close()
+        raise GraphUnavailable(f"another search indexer runs on {directory}") from error
+    return handle

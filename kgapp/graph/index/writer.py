@@ -1,0 +1,185 @@
+"""One table's index as its writer keeps it: records put and deleted, then committed
+(tantivy's commit, the columns flushed, the graph of vectors saved when due), and the
+new TableState handed to the manifest."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from kgapp.graph.index import vectors as nearest_vectors
+from kgapp.graph.index.columns import Columns
+from kgapp.graph.index.layout import TableState
+from kgapp.graph.index.table import Lines, TableSpec
+from kgapp.graph.index.text import TextWriter
+from kgapp.graph.records import record_key
+
+MIN_CAPACITY = 1024
+
+
+class _Appender(Lines):
+    """Lines this writer appends to (a line a crashed writer left half written is cut)."""
+
+    def __init__(self, path: Path, size: int) -> None:
+        super().__init__(path)
+        path.touch()
+        with open(path, "r+b") as handle:
+            handle.truncate(size)
+        self.read_to(size)
+        self._handle = open(path, "ab")  # noqa: SIM115 (closed by close())
+
+    def code(self, value: str) -> int:
+        found = self.codes.get(value)
+        if found is None:
+            found = self.codes[value] = len(self.values)
+            self.values.append(value)
+            line = (value.replace("\n", " ") + "\n").encode()
+            self._handle.write(line)
+            self.read_bytes += len(line)
+        return found
+
+    def flush(self) -> None:
+        self._handle.flush()
+
+    def close(self) -> None:
+        self._handle.close()
+
+
+class TableWriter:
+    def __init__(self, directory: Path, spec: TableSpec, state: TableState) -> None:
+        directory.mkdir(parents=True, exist_ok=True)
+        self.directory, self.spec = directory, spec
+        self.state = dataclasses.replace(state)
+        self.keys = _Appender(directory / "keys.txt", state.keys_bytes)
+        self.codes = _Appender(directory / "codes.txt", state.codes_bytes)
+        self.ends = _Appender(directory / "ends.txt", state.ends_bytes)
+        self.columns = Columns(directory, spec.all_columns, writable=True)
+        self.columns.map(state.capacity, state.width)
+        self.text = TextWriter(directory / "text", spec.text_fields)
+        self.graph: Any = None  # the graph of vectors, loaded when first due to grow
+
+    # --- changes ------------------------------------------------------------------------
+
+    def put(self, record: dict[str, Any]) -> int:
+        """A record created or updated (a whole record, as the feed or a read gives it);
+        its row."""
+        key = record_key(record["id"])
+        row = self.keys.codes.get(key)
+        if row is None:
+            row = self.keys.code(key)
+            self._make_room(row + 1)
+        texts = [str(record.get(name) or "") for name in self.spec.text_fields]
+        digest = _digest(texts)
+        columns = self.columns
+        if int(columns["text_hash"][row]) != digest:
+            self.text.put(row, texts, replace=bool(columns["text_hash"][row]))
+            columns["text_hash"][row] = digest
+        for name, value in self.spec.values(record, self.codes.code, self.ends.code).items():
+            columns[name][row] = value
+        columns["alive"][row] = self.spec.alive(record)
+        self._vector(row, record.get(self.spec.vector_field))
+        return row
+
+    def delete(self, key: str) -> None:
+        row = self.keys.codes.get(key)
+        if row is None or not self.columns["alive"][row] and not self.columns["text_hash"][row]:
+            return
+        self.columns["alive"][row] = False
+        if self.columns["text_hash"][row]:
+            self.text.delete(row)
+            self.columns["text_hash"][row] = 0
+
+    def _vector(self, row: int, vector: Any) -> None:
+        columns = self.columns
+        if not vector:
+            columns["has_vector"][row] = False
+            return
+        unit = np.asarray(vector, dtype=np.float32)
+        if not self.state.width:  # the first vector fixes the width
+            self.state.width = len(unit)
+            columns.map(columns.capacity, self.state.width)
+        if len(unit) != self.state.width:  # a vector of another model: unsearchable
+            columns["has_vector"][row] = False
+            return
+        unit /= float(np.linalg.norm(unit)) or 1.0
+        if columns["has_vector"][row] and np.array_equal(columns["vectors"][row], unit):
+            return
+        columns["vectors"][row] = unit
+        columns["has_vector"][row] = True
+        columns["in_hnsw"][row] = False  # searched exactly until the graph has it again
+
+    def _make_room(self, rows: int) -> None:
+        if rows > self.columns.capacity:
+            capacity = max(MIN_CAPACITY, 2 * self.columns.capacity, rows)
+            self.columns.map(capacity, self.state.width)
+
+    # --- commit -------------------------------------------------------------------------
+
+    def commit(self, generation: int, *, threads: int = 1) -> TableState:
+        """Make everything put visible to readers: the new state for the manifest."""
+        if self.text.pending:
+            self.state.text_commit = self.text.commit()
+        for lines in (self.keys, self.codes, self.ends):
+            lines.flush()
+        self._grow_graph(generation, threads)
+        self.columns.flush()
+        self.state.rows = len(self.keys.values)
+        self.state.capacity = self.columns.capacity
+        self.state.keys_bytes = self.keys.read_bytes
+        self.state.codes_bytes = self.codes.read_bytes
+        self.state.ends_bytes = self.ends.read_bytes
+        return dataclasses.replace(self.state)
+
+    def graph_rows(self, rows: list[int], threads: int) -> None:
+        """Add these rows' vectors to the graph now (a rebuild does, page by page, while
+        it reads the next page)."""
+        chosen = np.asarray(rows, dtype=np.int64)
+        chosen = chosen[self.columns["has_vector"][chosen] & ~self.columns["in_hnsw"][chosen]]
+        if len(chosen):
+            self._graph().add(chosen, np.asarray(self.columns["vectors"][chosen]), threads=threads)
+            self.columns["in_hnsw"][chosen] = True
+
+    def _grow_graph(self, generation: int, threads: int) -> None:
+        """Save a new graph of vectors when enough rows are outside it (vectors.py)."""
+        rows = len(self.keys.values)
+        has = self.columns["has_vector"][:rows]
+        if np.count_nonzero(has) <= nearest_vectors.EXACT_ROWS:
+            return
+        outside = np.flatnonzero(has & ~self.columns["in_hnsw"][:rows])
+        if self.state.hnsw and len(outside) < nearest_vectors.SNAPSHOT_ROWS:
+            return
+        graph = self._graph()
+        stale = [int(row) for row in outside if graph.contains(int(row))]
+        if stale:
+            graph.remove(stale)
+        graph.add(outside, np.asarray(self.columns["vectors"][outside]), threads=threads)
+        name = f"hnsw-{generation}.usearch"
+        graph.save(str(self.directory / name))
+        self.columns["in_hnsw"][outside] = True
+        previous, self.state.hnsw, self.state.hnsw_rows = self.state.hnsw, name, len(graph)
+        if previous:  # readers that view it keep their mapping
+            (self.directory / previous).unlink(missing_ok=True)
+
+    def _graph(self) -> Any:
+        if self.graph is None:
+            if self.state.hnsw:
+                self.graph = nearest_vectors.new_graph(self.state.width)
+                self.graph.load(str(self.directory / self.state.hnsw))
+            else:
+                self.graph = nearest_vectors.new_graph(self.state.width)
+        return self.graph
+
+    def close(self) -> None:
+        self.text.close()
+        for lines in (self.keys, self.codes, self.ends):
+            lines.close()
+
+
+def _digest(texts: list[str]) -> int:
+    """A hash of a row's texts that is never 0 (0: no text indexed)."""
+    raw = hashlib.blake2b("\x00".join(texts).encode(), digest_size=8).digest()
+    return int.from_bytes(raw, "little") | 1
