@@ -36,6 +36,7 @@ import os
 import random
 import shutil
 import statistics
+import string
 import subprocess
 import sys
 import tempfile
@@ -273,7 +274,7 @@ async def freshness(store: TenantStore, person: RecordID, samples: int = 20) -> 
     """Seconds from a new fact's commit until a search finds it (through the indexer)."""
     delays = []
     for i in range(samples):
-        word = f"zq{i}x{random.randrange(10**6)}"
+        word = "".join(random.choices(string.ascii_lowercase, k=12))  # one term, unique
         row = {"id": RecordID("relates_to", f"fresh{i}"), "in": person, "out": person,
                "relation": "KNOWS", "edge_type": "semantic",
                "fact": f"Fresh fact number {word}.", "confidence": 1.0,
@@ -281,7 +282,9 @@ async def freshness(store: TenantStore, person: RecordID, samples: int = 20) -> 
         await store.query(queries.FACTS_BULK_INSERT, {"rows": [row]})
         committed = time.perf_counter()
         request = SearchRequest(query=word, scopes=("facts",), methods=("bm25",))
-        while not (await search(store, request, Precomputed.shared())).facts:
+        while [hit.id for hit in (await search(store, request, Precomputed.shared())).facts] != [
+            f"relates_to:fresh{i}"
+        ]:
             await asyncio.sleep(0.01)
         delays.append(time.perf_counter() - committed)
         await asyncio.sleep(0.3)

@@ -99,22 +99,36 @@ class TenantWriter:
         return manifest
 
     async def _read_all(self, store: TenantStore, spec: TableSpec) -> None:
-        """Every record of the table, a page at a time; with more than EXACT_ROWS, each
-        page's vectors go into the graph in a thread while the next page is read."""
+        """Every record of the table, a page at a time, the next page read while this one
+        is written; with more than EXACT_ROWS, each page's vectors go into the graph in a
+        thread meanwhile."""
         writer = self.tables[spec.table]
         ids = await store.query_one(spec.ids) or []
+        pages = [ids[first : first + REBUILD_PAGE] for first in range(0, len(ids), REBUILD_PAGE)]
+        reading = None
+        if pages:
+            reading = asyncio.ensure_future(store.query_one(spec.rows, {"ids": pages[0]}))
         graphing: asyncio.Future[None] | None = None
-        for first in range(0, len(ids), REBUILD_PAGE):
-            rows = await store.query_one(spec.rows, {"ids": ids[first : first + REBUILD_PAGE]})
+        try:
+            for number in range(len(pages)):
+                assert reading is not None
+                rows, reading = await reading, None
+                if number + 1 < len(pages):
+                    page = {"ids": pages[number + 1]}
+                    reading = asyncio.ensure_future(store.query_one(spec.rows, page))
+                if graphing is not None:
+                    await graphing
+                written = [writer.put(row) for row in rows or []]
+                del rows
+                if len(ids) > nearest_vectors.EXACT_ROWS:
+                    graphing = asyncio.ensure_future(
+                        asyncio.to_thread(writer.graph_rows, written, self.threads)
+                    )
             if graphing is not None:
                 await graphing
-            written = [writer.put(row) for row in rows or []]
-            if len(ids) > nearest_vectors.EXACT_ROWS:
-                graphing = asyncio.ensure_future(
-                    asyncio.to_thread(writer.graph_rows, written, self.threads)
-                )
-        if graphing is not None:
-            await graphing
+        finally:
+            if reading is not None:
+                reading.cancel()
 
     def _open(self, manifest: Manifest) -> None:
         self.close()
