@@ -58,7 +58,8 @@ def decode(data: bytes) -> Any:
 
 
 def _tag(tag: cbor2.CBORTag, immutable: bool = False) -> Any:
-    return sdk_cbor.tag_decoder(None, tag)  # type: ignore[arg-type]  (it reads the tag only)
+    # The SDK's tag decoder reads the tag's number and value only, never the decoder.
+    return sdk_cbor.tag_decoder(None, tag)  # type: ignore[arg-type]
 
 
 async_ws.decode = decode  # what AsyncWsSurrealConnection decodes each message with
