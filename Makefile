@@ -1,5 +1,5 @@
 .DEFAULT_GOAL := help
-.PHONY: help setup run test lint bench load faults restarts fuzz injection clean
+.PHONY: help setup run test lint bench bench-million load faults restarts fuzz injection clean
 
 help: ## Show the targets
 	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-6s %s\n", $$1, $$2}'
@@ -23,6 +23,9 @@ bench: setup ## Run the benchmarks in bench/ and print their figures (not the lo
 	@for script in bench/*.py; do \
 	  case "$$script" in bench/load.py|bench/locustfile.py|bench/faults.py|bench/restarts.py|bench/conftest.py) continue;; esac; \
 	  echo "== $$script"; .venv/bin/python $$script || exit 1; done
+
+bench-million: setup ## Search at 1,000,000 generated facts (composed vectors; the load alone takes tens of minutes)
+	.venv/bin/python bench/search.py --facts 1000000 --runs 30 --composed-vectors
 
 load: setup ## Load test: paced mixed search/query/graph steps (LOAD_ARGS="--rates 5 10")
 	.venv/bin/python bench/load.py $(LOAD_ARGS)
