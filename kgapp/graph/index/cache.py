@@ -75,14 +75,15 @@ async def tenant_index(store: TenantStore, *, fresh: bool = False) -> TenantInde
     (within about a second)."""
     base = layout.root()
     directory = layout.tenant_dir(store.namespace, base)
-    if not layout.indexer_running(base):
+    elsewhere = layout.indexer_running(base)
+    if not elsewhere:
         await indexer.sync(store, base)
     with _readers_lock:
         reader = _readers.pop(str(directory), None) or TenantIndex(directory, store.namespace or "")
         _readers[str(directory)] = reader
         while len(_readers) > TENANTS:
             _readers.popitem(last=False)
-    if fresh and layout.indexer_running(base):
+    if fresh and elsewhere:
         await _caught_up(store, reader)
     reader.refresh()
     return reader

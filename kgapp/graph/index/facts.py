@@ -112,5 +112,4 @@ class FactIndex(TableIndex):
             rows = np.flatnonzero(mask[: self.size])
             source = np.array(self.column("source")[rows])
             target = np.array(self.column("target")[rows])
-            return source, target, [self.keys[i] for i in rows], list(self.ends_file.values
-                                                                       if self.ends_file else [])
+            return source, target, [self.keys[i] for i in rows], list(self.ends)

@@ -55,7 +55,6 @@ class TableState:
     ends_bytes: int = 0
     text_commit: int = 0  # the tantivy commit readers should see
     hnsw: str = ""  # the file of the graph of vectors, "" when there is none
-    hnsw_rows: int = 0
 
 
 @dataclass
@@ -81,8 +80,11 @@ def read_manifest(directory: Path, namespace: str) -> Manifest | None:
         return None
     if raw.get("namespace") != namespace or raw.get("format") != FORMAT:
         return None
-    tables = {name: TableState(**state) for name, state in (raw.pop("tables") or {}).items()}
-    return Manifest(**raw, tables=tables)
+    try:
+        tables = {name: TableState(**state) for name, state in (raw.pop("tables") or {}).items()}
+        return Manifest(**raw, tables=tables)
+    except TypeError:  # not a manifest this code wrote: rebuilt
+        return None
 
 
 def write_manifest(directory: Path, manifest: Manifest) -> None:
@@ -96,10 +98,10 @@ def remove(namespace: str, base: Path | None = None) -> None:
     shutil.rmtree(tenant_dir(namespace, base), ignore_errors=True)
 
 
-def try_writer_lock(directory: Path) -> IO[str] | None:
-    """The directory's writer lock, held until `release`; None while another holds it."""
-    directory.mkdir(parents=True, exist_ok=True)
-    handle = open(directory / "writer.lock", "a+")  # noqa: SIM115 (held until released)
+def _try_lock(path: Path) -> IO[str] | None:
+    """An exclusive lock on `path`, held until `release`; None while another holds it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle = open(path, "a+")  # noqa: SIM115 (held until released)
     try:
         fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError as error:
@@ -108,6 +110,11 @@ def try_writer_lock(directory: Path) -> IO[str] | None:
             raise
         return None
     return handle
+
+
+def try_writer_lock(directory: Path) -> IO[str] | None:
+    """The directory's writer lock, held until `release`; None while another holds it."""
+    return _try_lock(directory / "writer.lock")
 
 
 def release(handle: IO[str]) -> None:
@@ -133,11 +140,7 @@ def hold_indexer_lock(base: Path | None = None) -> IO[str]:
     """Take this machine's indexer lock for the life of the returned handle; raises
     GraphUnavailable when another indexer holds it."""
     directory = base or root()
-    directory.mkdir(parents=True, exist_ok=True)
-    handle = open(directory / "indexer.lock", "a+")  # noqa: SIM115 (held until closed)
-    try:
-        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError as error:
-        handle.close()
-        raise GraphUnavailable(f"another search indexer runs on {directory}") from error
+    handle = _try_lock(directory / "indexer.lock")
+    if handle is None:
+        raise GraphUnavailable(f"another search indexer runs on {directory}")
     return handle

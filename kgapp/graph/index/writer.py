@@ -160,7 +160,7 @@ class TableWriter:
         name = f"hnsw-{generation}.usearch"
         graph.save(str(self.directory / name))
         self.columns["in_hnsw"][outside] = True
-        previous, self.state.hnsw, self.state.hnsw_rows = self.state.hnsw, name, len(graph)
+        previous, self.state.hnsw = self.state.hnsw, name
         if previous:  # readers that view it keep their mapping
             (self.directory / previous).unlink(missing_ok=True)
 
