@@ -6,7 +6,7 @@ import { cy, nameNodesInView } from './graph.js';
 import { layout } from './layout.js';
 import { applyTime, drawHistogram, onSlider, play, STEPS } from './time.js';
 import { seed } from './elements.js';
-import { showEntity, showFact } from './panel.js';
+import { refreshPanel, showEntity, showFact } from './panel.js';
 import { setupSearch } from './search.js';
 
 function selectedNode() { return cy.nodes(':selected').first(); }
@@ -72,11 +72,13 @@ export function setup() {
   });
   $('valid-time').addEventListener('input', onSlider);
   $('known-time').addEventListener('input', onSlider);
+  $('known-time').addEventListener('input', refreshPanel);
   $('play').addEventListener('click', play);
   $('now').addEventListener('click', () => {
     $('valid-time').value = STEPS;
     $('known-time').value = STEPS;
     onSlider();
+    refreshPanel();
   });
   cy.on('tap', 'node', (event) => showEntity(event.target.id()));
   cy.on('tap', 'edge', (event) => showFact(event.target.id()));

@@ -38,6 +38,9 @@ function edgeData(row) {
     valid: ms(row.valid_at), invalid: ms(row.invalid_at),
     created: ms(row.created_at), expired: ms(row.expired_at),
   });
+  // The fact this one revises (the same statement with its validity closed): versions of
+  // one fact share the root of this chain, and the panel lists them as one row.
+  if (row.revision_of !== undefined) fact.revisionOf = row.revision_of ?? null;
   state.facts.set(row.id, fact);
   if (fact.valid !== NEVER && fact.valid < state.span.start) state.span.start = fact.valid;
   if (fact.created !== NEVER && fact.created < state.knownSpan.start) state.knownSpan.start = fact.created;

@@ -1,5 +1,6 @@
-// The side panel: an entity's summary, facts by relation and the passages that mention
-// it; a fact's four times and its history. Text from the graph is set as text only.
+// The side panel: an entity's summary, its facts by relation (one row per fact, as known at
+// the chosen system time) and the passages that mention it; a fact's four times and its
+// history. Text from the graph is set as text only.
 
 import { ms, NEVER } from '../time.js';
 import { state } from './state.js';
@@ -21,7 +22,94 @@ function validityBar(fact) {
   return bar;
 }
 
+// A fact's versions: the stored fact, and each revision of it (the same statement with
+// its validity closed, `revision_of` the one before). They share the chain's first fact.
+function lineageOf(id) {
+  const seen = new Set([id]);
+  let root = id;
+  for (let up = state.facts.get(id)?.revisionOf; up && state.facts.has(up) && !seen.has(up);
+    up = state.facts.get(up).revisionOf) {
+    seen.add(up);
+    root = up;
+  }
+  return root;
+}
+
+// The version of a lineage that was believed at system time `knownAt`: the one whose
+// known interval holds it, else (none yet, or retracted then) none.
+function believedAt(versions, knownAt) {
+  return versions.find(([, fact]) => fact.created <= knownAt && knownAt < fact.expired) ?? null;
+}
+
+// An entity's facts by relation, one row per fact lineage: its version as known at the
+// chosen system time, with its validity bar; the earlier versions open from the row.
+function factRows(entity) {
+  const knownAt = state.knownAt === NEVER ? Date.now() : state.knownAt;
+  const lineages = new Map();
+  for (const [id, fact] of state.facts) {
+    if (fact.source !== entity && fact.target !== entity) continue;
+    const root = lineageOf(id);
+    const versions = lineages.get(root) ?? [];
+    versions.push([id, fact]);
+    lineages.set(root, versions);
+  }
+  const byRelation = new Map();
+  for (const versions of lineages.values()) {
+    const row = believedAt(versions, knownAt);
+    if (!row) continue;
+    versions.sort(([, a], [, b]) => a.created - b.created);
+    const list = byRelation.get(row[1].relation) ?? [];
+    list.push([row, versions]);
+    byRelation.set(row[1].relation, list);
+  }
+  const section = text('div', '', 'entity-facts');
+  for (const [relation, rows] of byRelation) {
+    section.append(text('h3', relation));
+    const list = text('ul', '', 'facts');
+    for (const [[id, fact], versions] of rows) list.append(factRow(id, fact, versions));
+    section.append(list);
+  }
+  if (!byRelation.size) section.append(text('p', 'No facts known at this moment.', 'muted'));
+  return section;
+}
+
+function factRow(id, fact, versions) {
+  const item = text('li');
+  item.dataset.fact = id;
+  const link = text('button', fact.data.fact, 'linkish');
+  link.type = 'button';
+  link.addEventListener('click', () => showFact(id));
+  item.append(link, validityBar(fact));
+  if (versions.length > 1) {
+    const more = text('details', '', 'versions');
+    more.append(text('summary', `${versions.length} versions`));
+    const list = text('ol');
+    for (const [versionId, version] of versions) {
+      const step = text('li');
+      const open = text('button', `${fmt(version.valid)} → ${fmt(version.invalid)}`, 'linkish');
+      open.type = 'button';
+      open.addEventListener('click', () => showFact(versionId));
+      step.append(open, text('span', ` known ${fmt(version.created)} → ${fmt(version.expired)}`, 'muted'));
+      if (versionId === id) step.classList.add('current');
+      list.append(step);
+    }
+    more.append(list);
+    item.append(more);
+  }
+  return item;
+}
+
+// What the panel shows, so that moving a slider can redraw an entity's rows.
+let shownEntity = null;
+
+export function refreshPanel() {
+  if (!shownEntity) return;
+  const rows = $('detail').querySelector('.entity-facts');
+  if (rows) rows.replaceWith(factRows(shownEntity));
+}
+
 export async function showEntity(id) {
+  shownEntity = id;
   const panel = $('detail');
   const node = cy.getElementById(id);
   panel.replaceChildren(text('h2', node.data('label') ?? id), text('p', node.data('type') ?? '', 'muted'));
@@ -30,28 +118,11 @@ export async function showEntity(id) {
       api(`/entities/${encodeURIComponent(id)}`),
       api(`/entities/${encodeURIComponent(id)}/episodes?limit=10`),
     ]);
+    if (shownEntity !== id) return;
     if (entity.summary) panel.append(text('p', entity.summary));
     const aliases = (entity.aliases ?? []).map((a) => (typeof a === 'string' ? a : a.name)).filter(Boolean);
     if (aliases.length) panel.append(text('p', `Also known as: ${aliases.join(', ')}`, 'muted'));
-    const byRelation = new Map();
-    node.connectedEdges().forEach((edge) => {
-      const list = byRelation.get(edge.data('relation')) ?? [];
-      list.push(edge);
-      byRelation.set(edge.data('relation'), list);
-    });
-    for (const [relation, edges] of byRelation) {
-      panel.append(text('h3', relation));
-      const list = text('ul', '', 'facts');
-      for (const edge of edges) {
-        const item = text('li');
-        const link = text('button', edge.data('fact'), 'linkish');
-        link.type = 'button';
-        link.addEventListener('click', () => showFact(edge.id()));
-        item.append(link, validityBar(state.facts.get(edge.id())));
-        list.append(item);
-      }
-      panel.append(list);
-    }
+    panel.append(factRows(id));
     if (passages.length) {
       panel.append(text('h3', 'Mentioned in'));
       const list = text('ul', '', 'passages');
@@ -69,6 +140,7 @@ export async function showEntity(id) {
 }
 
 export async function showFact(id) {
+  shownEntity = null;
   const panel = $('detail');
   const edge = cy.getElementById(id);
   panel.replaceChildren(text('h2', edge.data('relation') ?? 'Fact'), text('p', edge.data('fact') ?? ''));
@@ -86,7 +158,8 @@ export async function showFact(id) {
     panel.append(text('h3', 'History'));
     const list = text('ol', '', 'chain');
     for (const step of chain) {
-      const item = text('li', `${step.fact} (${fmt(ms(step.valid_at))} → ${fmt(ms(step.invalid_at))})`);
+      const item = text('li', `${step.fact} (valid ${fmt(ms(step.valid_at))} → ${fmt(ms(step.invalid_at))};`
+        + ` known ${fmt(ms(step.created_at))} → ${fmt(ms(step.expired_at))})`);
       if (step.id === id) item.classList.add('current');
       list.append(item);
     }

@@ -78,7 +78,9 @@ export function applyTime() {
     }
     for (const [id, node] of state.nodes) {
       if (!node.ele) continue;
-      const known = node.created <= view.knownAt;
+      // Known once recorded, or once a fact about it is (a fact's system time starts when
+      // its episode arrived, which may be before its entities were written).
+      const known = node.created <= view.knownAt || live.has(id);
       const next = known && !node.hidden && (live.has(id) || node.pinned || !linked.has(id)) ? 'on' : 'off';
       setShown(id, node.ele, next);
     }
