@@ -1,12 +1,16 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
+from django.templatetags.static import static
 from django.urls import path
+from django.views.generic import RedirectView
 
 from kgapp.web import views
 from kgapp.web.api import api
 
 urlpatterns = [
     path("", views.home, name="home"),
+    # Pages name the SVG icon; the admin's and browsers' default request lands here.
+    path("favicon.ico", RedirectView.as_view(url=static("app/img/favicon.svg"), permanent=True)),
     path(
         "invitations/<int:invitation_id>/<str:answer>",
         views.invitation_answer,
