@@ -105,9 +105,10 @@ def measure(show: bool) -> None:
             print(f"    entity {entity['name']!r} ({entity['entity_type']})")
         for fact in sorted(graph.facts, key=lambda f: f["valid_at"]):
             state = "current" if graph.is_current(fact) else "ended"
+            if fact.get("invalid_at"):
+                state += f", until {fact['invalid_at']:%Y-%m-%d}"
             print(f"    {fact['valid_at']:%Y-%m-%d} {graph.name_of(fact['in'])} "
-                  f"{fact['relation']} {graph.name_of(fact['out'])}"
-                  f" [{state}{', until ' + format(fact['invalid_at'], '%Y-%m-%d') if fact.get('invalid_at') else ''}]")
+                  f"{fact['relation']} {graph.name_of(fact['out'])} [{state}]")
 
 
 if __name__ == "__main__":

@@ -125,7 +125,7 @@ def test_documents_upload_list_and_delete(editor, eager) -> None:
 def test_a_documents_reference_time_dates_its_facts(editor, eager) -> None:
     tenant, client = editor
     base = f"/api/v1/t/{tenant.slug}"
-    text = b"Erin joined Initech last month. Erin lives in Oslo.\n"
+    text = b"Sam Okoro joined Kestrel Analytics last month. Sam Okoro lives in York.\n"
     upload = client.post(
         f"{base}/documents",
         {"files": [SimpleUploadedFile("erin.md", text)], "reference_time": "2022-05-10T12:00:00Z"},
@@ -133,9 +133,9 @@ def test_a_documents_reference_time_dates_its_facts(editor, eager) -> None:
     assert upload.status_code == 202, upload.content
     document = client.get(f"{base}/documents/{upload.json()[0]['document_id']}").json()
     assert document["reference_time"] == "2022-05-10T12:00:00Z"
-    starts = dict(tenant_graph(tenant).query(
-        "SELECT VALUE [relation, <string> valid_at] FROM relates_to")[0])
-    assert starts == {"WORKS_AT": "2022-04-01T00:00:00Z", "LIVES_IN": "2022-05-10T12:00:00Z"}
+    starts = tenant_graph(tenant).query("SELECT VALUE <string> valid_at FROM relates_to")[0]
+    # "last month" read against the document's date, and a fact with no date of its own.
+    assert sorted(starts) == ["2022-04-01T00:00:00Z", "2022-05-10T12:00:00Z"]
 
 
 def test_a_bad_reference_time_is_refused_saying_why(editor) -> None:
