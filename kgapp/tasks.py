@@ -11,11 +11,11 @@ worker died with them (a whole-worker SIGKILL on the filesystem broker loses the
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
 from typing import Any
 
-from celery import shared_task
+from celery import chain, shared_task
 from django.conf import settings
 from kombu.exceptions import OperationalError
 
@@ -127,11 +127,15 @@ def decay_retrieval_counts() -> int:
 
 
 @shared_task(name="kgapp.generate_dedup_candidates")
-def generate_dedup_candidates() -> dict[str, int]:
-    """Periodic (beat): queue possible duplicate entities of every tenant for review."""
+def generate_dedup_candidates(tenant_slug: str | None = None) -> dict[str, int]:
+    """Periodic (beat): queue possible duplicate entities of every tenant for review (or
+    of tenant `tenant_slug` only)."""
+    tenants = Tenant.objects.all()
+    if tenant_slug is not None:
+        tenants = tenants.filter(slug=tenant_slug)
     return {
         tenant.slug: tenant_graph(tenant).run(duplicates.generate_candidates)
-        for tenant in Tenant.objects.all()
+        for tenant in tenants
     }
 
 
@@ -185,6 +189,32 @@ def queue_rebuild_communities(
 def queue_ingest(tenant: Tenant, job: dict[str, Any]) -> None:
     """Queue the ingest task of a job record already created."""
     _send(tenant, job, ingest)
+
+
+def queue_ingest_in_order(
+    tenant: Tenant, ingest_jobs: Sequence[dict[str, Any]], *, created_by: str
+) -> dict[str, Any]:
+    """Queue ingest jobs already created as one chain: each starts when the one before
+    has ended (so a later episode supersedes an earlier one as it would live), then a
+    community rebuild, then the tenant's duplicate candidates. The rebuild's job."""
+    rebuild = to_json(
+        tenant_graph(tenant).run(jobs.job_create, kind="communities", created_by=created_by)
+    )
+    steps = [ingest.si(tenant.slug, job["id"]) for job in ingest_jobs]
+    steps += [
+        rebuild_communities.si(tenant.slug, rebuild["id"]),
+        generate_dedup_candidates.si(tenant.slug),
+    ]
+    try:
+        chain(*steps).delay()
+    except OperationalError as error:
+        logger.warning("broker refused the chain of %d jobs: %s", len(steps), error)
+        for job in [*ingest_jobs, rebuild]:
+            tenant_graph(tenant).run(
+                jobs.job_fail, parse_record_id(job["id"], "job"), error="the task queue is down"
+            )
+        raise QueueUnavailable("the task queue is unavailable; try again shortly") from error
+    return rebuild
 
 
 # The task that runs each kind of job.

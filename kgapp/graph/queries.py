@@ -369,7 +369,9 @@ SELECT * OMIT text, messages, raw FROM ONLY $id;
 
 DOCUMENT_GET = "SELECT * OMIT text, messages, raw FROM ONLY $id;"
 
-DOCUMENT_CONTENT = "SELECT kind, text, messages, raw, file_name, title, created_at FROM ONLY $id;"
+DOCUMENT_CONTENT = """
+SELECT kind, text, messages, raw, file_name, title, created_at, reference_time FROM ONLY $id;
+"""
 
 # A PDF read by the worker becomes a text document; the file itself is not kept.
 DOCUMENT_TEXT_SET = "UPDATE ONLY $id SET kind = 'text', text = $text, raw = NONE RETURN NONE;"

@@ -34,6 +34,7 @@ INSTALLED_APPS = [
     "ninja",  # serves the API docs' Swagger UI from static files (no CDN, no inline script)
     "tenants",
     "kgapp.web",
+    "kgapp.demo",
 ]
 
 MIDDLEWARE = [
@@ -223,6 +224,8 @@ CELERY_BEAT_SCHEDULE = {
 }
 
 # --- Communities ------------------------------------------------------------------
+# The demo tenant gets the demo dataset on first start (kgapp/demo); 0 skips it.
+DEMO_DATA = env.flag("KG_DEMO_DATA", True)
 COMMUNITY_METHOD = env.text("KG_COMMUNITY_METHOD", "modularity")  # or "cpm"
 COMMUNITY_RESOLUTIONS = tuple(float(r) for r in env.listing("KG_COMMUNITY_RESOLUTIONS", "1.0"))
 COMMUNITY_EVERY_EPISODES = env.integer("KG_COMMUNITY_EVERY_EPISODES", 200)

@@ -32,3 +32,5 @@ STATIC_ROOT.mkdir(parents=True, exist_ok=True)
 # Rate limits are off unless a test sets them (tests/web/test_rate_limits.py): suites that
 # send many requests as one user would otherwise meet them.
 RATE_LIMITS = {}
+# Tests load the demo data themselves (tests/demo), not as bootstrap_demo's side effect.
+DEMO_DATA = False

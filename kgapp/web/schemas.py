@@ -214,6 +214,16 @@ class EpisodeQueuedOut(Schema):
     job_id: str
 
 
+class DocumentUploadIn(Schema):
+    """The form fields sent with uploaded files."""
+
+    reference_time: Instant | None = Field(
+        default=None,
+        description="When the files' content was true or said (their episodes' reference "
+        "time); default: the upload's time. A conversation's own timestamps come first.",
+    )
+
+
 class DocumentQueuedOut(Schema):
     document_id: str
     job_id: str | None = Field(description="null when the same file was already uploaded")
@@ -448,6 +458,7 @@ class DocumentOut(RecordOut):
     content_hash: str
     job: str | None = None
     uploaded_by: str | None = None
+    reference_time: Stamp | None = None
     created_at: Stamp
     updated_at: Stamp | None = None
 

@@ -122,6 +122,34 @@ def test_documents_upload_list_and_delete(editor, eager) -> None:
     assert client.get(f"{base}/documents/{document_id}").status_code == 404
 
 
+def test_a_documents_reference_time_dates_its_facts(editor, eager) -> None:
+    tenant, client = editor
+    base = f"/api/v1/t/{tenant.slug}"
+    text = b"Sam Okoro joined Kestrel Analytics last month. Sam Okoro lives in York.\n"
+    upload = client.post(
+        f"{base}/documents",
+        {"files": [SimpleUploadedFile("erin.md", text)], "reference_time": "2022-05-10T12:00:00Z"},
+    )
+    assert upload.status_code == 202, upload.content
+    document = client.get(f"{base}/documents/{upload.json()[0]['document_id']}").json()
+    assert document["reference_time"] == "2022-05-10T12:00:00Z"
+    starts = tenant_graph(tenant).query("SELECT VALUE <string> valid_at FROM relates_to")[0]
+    # "last month" read against the document's date, and a fact with no date of its own.
+    assert sorted(starts) == ["2022-04-01T00:00:00Z", "2022-05-10T12:00:00Z"]
+
+
+def test_a_bad_reference_time_is_refused_saying_why(editor) -> None:
+    tenant, client = editor
+    base = f"/api/v1/t/{tenant.slug}"
+    upload = client.post(
+        f"{base}/documents",
+        {"files": [SimpleUploadedFile("a.md", b"Erin lives in Oslo.")], "reference_time": "May"},
+    )
+    assert upload.status_code == 422
+    assert "reference_time" in upload.json()["detail"]
+    assert client.get(f"{base}/documents").json() == []
+
+
 @pytest.mark.parametrize(
     "name, data, status, message",
     [

@@ -6,6 +6,7 @@ messages (`chunking.group_messages`). A PDF's text is extracted first, in the wo
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from surrealdb.data.types.record_id import RecordID
@@ -46,7 +47,7 @@ def chunk(document: RecordID, row: dict[str, Any]) -> list[EpisodeInput]:
         EpisodeInput(
             content=piece.text,
             source="chunk",
-            reference_time=row["created_at"],
+            reference_time=_document_time(row),
             saga=record_key(document),
             source_description=f"document {row['file_name']}",
             document=document,
@@ -61,14 +62,14 @@ def chunk(document: RecordID, row: dict[str, Any]) -> list[EpisodeInput]:
 
 def _conversation_episodes(document: RecordID, row: dict[str, Any]) -> list[EpisodeInput]:
     """One episode per window of messages; its time is its first message's, else the
-    upload's."""
+    document's."""
     messages = [
         Message(m["speaker"], m["text"], parse_when(m.get("timestamp")))
         for m in row.get("messages") or []
     ]
     episodes = []
     for index, group in enumerate(group_messages(messages)):
-        when = next((m.timestamp for m in group if m.timestamp), None) or row["created_at"]
+        when = next((m.timestamp for m in group if m.timestamp), None) or _document_time(row)
         episodes.append(
             EpisodeInput(
                 content=format_messages(group),
@@ -83,6 +84,12 @@ def _conversation_episodes(document: RecordID, row: dict[str, Any]) -> list[Epis
             )
         )
     return episodes
+
+
+def _document_time(row: dict[str, Any]) -> datetime:
+    """When the document's content was true: the reference time given with the upload,
+    else the upload's own time."""
+    return row.get("reference_time") or row["created_at"]
 
 
 async def document_status(

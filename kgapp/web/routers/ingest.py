@@ -7,7 +7,7 @@ from typing import Any
 
 from django.conf import settings
 from django.http import HttpRequest
-from ninja import File, Query, Router, Status
+from ninja import File, Form, Query, Router, Status
 from ninja.errors import HttpError
 from ninja.files import UploadedFile
 
@@ -25,6 +25,7 @@ from kgapp.web.schemas import (
     DocumentFilter,
     DocumentOut,
     DocumentQueuedOut,
+    DocumentUploadIn,
     EpisodeFilter,
     EpisodeIn,
     EpisodeOut,
@@ -108,7 +109,10 @@ def episode_delete(request: HttpRequest, tenant: str, episode_id: str) -> Any:
     },
 )
 def document_upload(
-    request: HttpRequest, tenant: str, files: File[list[UploadedFile]]
+    request: HttpRequest,
+    tenant: str,
+    files: File[list[UploadedFile]],
+    form: Form[DocumentUploadIn],
 ) -> Status[list[dict[str, Any]]]:
     """Upload files (.txt .md .pdf .html .json .csv, conversation exports). Every file is
     checked before any is stored: one bad file refuses the whole upload, saying which."""
@@ -143,6 +147,7 @@ def document_upload(
             file_name=name,
             data=data,
             uploaded_by=request.user.get_username(),
+            reference_time=form.reference_time,
         )
         if job is not None:
             tasks.queue_ingest(access.tenant, job)

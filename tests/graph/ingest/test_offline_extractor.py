@@ -175,6 +175,25 @@ def test_a_leaving_verb_ends_the_relation(extractor) -> None:
     assert fact.fact == "Ria resigned from Initech."
 
 
+def test_what_is_used_is_a_product_and_a_headquarters_a_place(extractor) -> None:
+    found = extractor.extract(
+        "Sam Okoro uses Tableau. Kestrel Labs is headquartered in Bristol.", reference_time=NOW
+    )
+    assert types(found)["Tableau"] == "Product"
+    assert types(found)["Bristol"] == "Location"
+    assert types(found)["Kestrel Labs"] == "Organization"
+
+
+def test_a_project_by_name_is_a_project_and_a_name_is_one_line(extractor) -> None:
+    found = extractor.extract(
+        "Priya Nair leads Project Harrier. Project Harrier is a churn model for Northwind\n"
+        "Energy.",
+        reference_time=NOW,
+    )
+    assert types(found)["Project Harrier"] == "Project"
+    assert ("Project Harrier", "MODEL_FOR", "Northwind Energy") in triples(found)
+
+
 def test_the_same_text_gives_the_same_answer(extractor) -> None:
     lines = ("Tom: I joined Initech and moved to Denver.", "Ria: I adopted a rescue dog.")
     assert chat(extractor, *lines) == chat(extractor, *lines)

@@ -22,6 +22,7 @@ from kgapp.graph.ingest.offline.vocabulary import (
     FIRST_PERSON,
     FIRST_PLURAL,
     NER_TYPES,
+    PROJECT_WORDS,
     RELATIONAL,
     SECOND_PERSON,
 )
@@ -64,6 +65,8 @@ class MentionReader:
         if not tokens or not proper(tokens, entity_type) or not self._corroborated(tokens):
             return None
         name = written(tokens)
+        if len(tokens) > 1 and tokens[0].lower_ in PROJECT_WORDS:
+            entity_type = "Project"
         if entity_type == "Person":
             name = self._speaker_called(name)
         return Mention(name, entity_type, name, named=True) if name else None

@@ -97,14 +97,15 @@ def head_type(root: Token) -> str:
 
 def written(tokens: list[Token], *, lower_initial: bool = False) -> str:
     """The tokens as written; a sentence-initial common word lower-cased as it would be
-    mid-sentence; a sentence-final "Corp." loses the full stop it shares."""
+    mid-sentence; a sentence-final "Corp." loses the full stop it shares. A name broken
+    across lines is one name: its whitespace becomes single spaces."""
     out = []
     for token in tokens:
         text = token.text
         if lower_initial and token.is_sent_start and token.pos_ != "PROPN" and text.istitle():
             text = text.lower()
         out.append(text + (token.whitespace_ if token is not tokens[-1] else ""))
-    name = "".join(out).strip()
+    name = " ".join("".join(out).split())
     last = tokens[-1]
     if name.endswith(".") and (last.i + 1 == len(last.doc) or last.nbor().is_space):
         name = name[:-1]

@@ -163,9 +163,12 @@ ENDINGS: dict[str, dict[str, str]] = {
 }
 # The endpoint types of declared person relations: "Alice joined Beta Inc" makes Alice
 # a Person whatever NER guessed.
-ROLES: dict[str, tuple[str, str | None]] = {
+ROLES: dict[str, tuple[str | None, str | None]] = {
     "WORKS_AT": ("Person", "Organization"),
     "LIVES_IN": ("Person", "Location"),
+    "HEADQUARTERED_IN": ("Organization", "Location"),
+    # What is used is a tool, whatever NER guessed ("uses Tableau" is not a place).
+    "USES": (None, "Product"),
     "STUDIES_AT": ("Person", "Organization"),
     "CEO_OF": ("Person", "Organization"),
     "MARRIED_TO": ("Person", "Person"),
@@ -173,4 +176,6 @@ ROLES: dict[str, tuple[str, str | None]] = {
     "FAMILY_OF": ("Person", "Person"),
     "LIKES": ("Person", None),
 }
+# A name that starts with one of these is a named piece of work: "Project Harrier".
+PROJECT_WORDS = frozenset({"project", "programme", "program", "operation", "initiative"})
 DATE_LABELS = frozenset({"DATE", "TIME", "CARDINAL", "ORDINAL", "MONEY", "PERCENT", "QUANTITY"})

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import asdict
+from datetime import datetime
 from typing import Any
 
 from surrealdb.data.types.record_id import RecordID
@@ -35,9 +36,12 @@ async def document_submit(
     file_name: str,
     data: bytes,
     uploaded_by: str | None,
+    reference_time: datetime | None = None,
 ) -> tuple[dict[str, Any], dict[str, Any] | None]:
     """The document record and its queued job; an identical file already uploaded gives
-    back the existing document and no new job (uploading twice changes nothing)."""
+    back the existing document and no new job (uploading twice changes nothing).
+    `reference_time` (tz-aware) is when its content was true or said; None: the upload's
+    time."""
     digest = hashlib.sha256(data).hexdigest()
     existing = await store.query_one(queries.DOCUMENT_BY_HASH, {"hash": digest})
     if existing:
@@ -59,6 +63,7 @@ async def document_submit(
                 "text": parsed.text if parsed.kind == "text" else None,
                 "messages": [_message_row(m) for m in parsed.messages] or None,
                 "raw": data if parsed.kind == "pdf" else None,  # read by the worker
+                "reference_time": reference_time,
             },
         },
     )

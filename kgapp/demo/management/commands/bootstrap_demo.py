@@ -8,12 +8,16 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from kgapp import surreal_server
+from kgapp.demo.load import demo_load
 from tenants import services
 from tenants.models import Role, Tenant
 
 
 class Command(BaseCommand):
-    help = "Create (once) the demo tenant and an admin login; print the login. Safe to re-run."
+    help = (
+        "Create (once) the demo tenant and an admin login, and queue the demo data (once, "
+        "unless KG_DEMO_DATA=0); print the login. Safe to re-run."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--username", default="admin")
@@ -43,9 +47,19 @@ class Command(BaseCommand):
         else:
             services.tenant_provision(demo)
             services.membership_set(tenant=demo, user=user, role=Role.OWNER)
+        if settings.DEMO_DATA:
+            self._load(demo)
         self.stdout.write(
             self.style.SUCCESS(
                 f"\n  Open http://127.0.0.1:8000/  and log in as  {username} / {password}\n"
                 f"  Demo tenant: /t/{demo.slug}/   API docs: /api/docs\n"
             )
         )
+
+    def _load(self, demo: Tenant) -> None:
+        queued = demo_load(demo)
+        if queued:
+            self.stdout.write(
+                f"Loading the demo data into /t/{demo.slug}/: {len(queued)} files queued "
+                "for ingestion (the worker runs them in the background; KG_DEMO_DATA=0 skips)"
+            )
