@@ -71,7 +71,7 @@ def _price(model: str, price: Any) -> Price:
             f'KG_LLM_PRICES["{model}"] must be {{"input": <USD per 1M tokens>, "output": <USD'
             f" per 1M tokens>}} with numbers >= 0, got {json.dumps(price)}"
         )
-    return Price(float(values[0]), float(values[1]))  # type: ignore[arg-type]
+    return Price(float(values[0]), float(values[1]))
 
 
 def price_of(table: PriceTable, model: str) -> Price | None:
