@@ -14,6 +14,7 @@ from kgapp.graph.ingest.offline import OfflineExtractor
 from kgapp.graph.llm.cache import SurrealCache
 from kgapp.graph.llm.client import LLMClient
 from kgapp.graph.llm.transport import LLMConfig
+from kgapp.graph.llm.usage import LLMUsage
 from kgapp.graph.schema import Migration, load_migrations
 from kgapp.graph.store import GraphRuntime, StoreConfig, TenantGraph, TenantStore
 from tenants.models import Tenant
@@ -77,11 +78,20 @@ def llm_config() -> LLMConfig:
     )
 
 
-def llm_client(store: TenantStore) -> LLMClient | None:
-    """The tenant's LLM client (cache in its namespace), or None: offline extraction."""
+def llm_model() -> str | None:
+    """The model ingestion calls, or None: no model is configured (offline extraction)."""
     if not (settings.OPENAI_BASE_URL or settings.OPENAI_API_KEY):
         return None
-    return LLMClient(llm_config(), cache=SurrealCache(store))
+    return str(settings.OPENAI_MODEL)
+
+
+def llm_client(store: TenantStore) -> LLMClient | None:
+    """The tenant's LLM client (cache in its namespace) for one job, counting what its
+    calls use at the configured prices; None: offline extraction."""
+    if llm_model() is None:
+        return None
+    usage = LLMUsage(prices=settings.LLM_PRICES)
+    return LLMClient(llm_config(), cache=SurrealCache(store), usage=usage)
 
 
 def offline_extractor() -> OfflineExtractor:

@@ -352,7 +352,7 @@ async def rebuild_job(
     """`rebuild` as a job record: counts and timings land on the job."""
     from kgapp.graph import jobs
 
-    async def work(store: TenantStore) -> tuple[dict[str, int], dict[str, float]]:
+    async def work(store: TenantStore) -> jobs.JobReport:
         report = await rebuild(store, llm, config, as_of=as_of)
         counts = {
             "communities": report.communities,
@@ -361,7 +361,8 @@ async def rebuild_job(
             "llm_calls": report.llm_calls,
         }
         timings = {k: round(v * 1000, 3) for k, v in report.seconds.items()}
-        return counts, timings
+        usage = llm.usage.rows() if llm is not None else []
+        return jobs.JobReport(counts=counts, timings=timings, usage=usage)
 
     return await jobs.job_run(store, job, work)
 

@@ -44,8 +44,8 @@ Tally = tuple[dict[str, int], dict[str, float]]
 @dataclass
 class JobReport:
     """... or how it ended, in full: the status, counts and timings, the failures of its
-    parts, notes for the user, the error; a kind of job says what else it keeps as its
-    `result`."""
+    parts, notes for the user, the error, what its model calls used; a kind of job says
+    what else it keeps as its `result`."""
 
     status: str = "completed"  # completed | failed | paused
     counts: dict[str, int] = field(default_factory=dict)
@@ -53,6 +53,8 @@ class JobReport:
     failures: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     error: str | None = None
+    # What its model calls used, one row per model (`LLMUsage.rows()`).
+    usage: list[dict[str, Any]] = field(default_factory=list)
 
     def result(self) -> dict[str, Any]:
         return {}
@@ -125,6 +127,7 @@ async def job_report(store: TenantStore, job: RecordID, report: JobReport) -> No
             "notes": report.notes,
             "error": report.error,
             "result": report.result(),
+            "usage": report.usage,
         },
     )
 

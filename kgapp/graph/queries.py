@@ -326,7 +326,7 @@ ENTITY_DEGREE = "UPDATE $id SET degree += $delta RETURN NONE;"
 
 JOB_PROGRESS = """
 UPDATE ONLY $job SET progress = $progress, total = $total, counts = $counts,
-    timings = $timings, phase = $phase, updated_at = time::now();
+    timings = $timings, usage = $usage, phase = $phase, updated_at = time::now();
 """
 
 LLM_CACHE_GET = "SELECT VALUE response FROM ONLY llm_cache WHERE key = $key LIMIT 1;"
@@ -352,9 +352,13 @@ ENTITY_SUMMARY = "SELECT id, summary FROM ONLY $id;"
 
 JOB_REPORT = """
 UPDATE ONLY $job SET status = $status, finished_at = time::now(), updated_at = time::now(),
-    counts = $counts, timings = $timings, failures = $failures, notes = $notes,
-    result = $result, error = $error, phase = NONE;
+    progress = IF $status = 'completed' THEN total ELSE progress END, counts = $counts,
+    timings = $timings, failures = $failures, notes = $notes, result = $result,
+    usage = $usage, error = $error, phase = NONE;
 """
+
+# What the jobs since a moment used (costs.py adds them up per month).
+JOBS_USAGE_SINCE = "SELECT created_at, usage FROM job WHERE created_at >= $since;"
 
 # A document's content (`text`, `messages`, and a PDF's `raw` bytes) is read only by
 # the worker; every other read leaves it out.
@@ -367,7 +371,8 @@ CREATE ONLY $id CONTENT $data RETURN NONE;
 SELECT * OMIT text, messages, raw FROM ONLY $id;
 """
 
-DOCUMENT_GET = "SELECT * OMIT text, messages, raw FROM ONLY $id;"
+# A document shows what its job's model calls used.
+DOCUMENT_GET = "SELECT *, job.usage ?? [] AS usage OMIT text, messages, raw FROM ONLY $id;"
 
 DOCUMENT_CONTENT = """
 SELECT kind, text, messages, raw, file_name, title, created_at, reference_time FROM ONLY $id;
@@ -384,7 +389,7 @@ UPDATE ONLY $id SET status = $status, error = $error, chunk_count = $chunks ?? c
 DOCUMENT_LINK_JOB = "UPDATE ONLY $id SET job = $job;"
 
 DOCUMENT_LIST = """
-SELECT * OMIT text, messages, raw FROM document WHERE $status = NONE OR status = $status
+SELECT *, job.usage ?? [] AS usage OMIT text, messages, raw FROM document WHERE $status = NONE OR status = $status
 ORDER BY created_at DESC LIMIT $limit START $offset;
 """
 

@@ -11,6 +11,7 @@ import dj_database_url
 from csp.constants import NONE, SELF
 from django.core.exceptions import ImproperlyConfigured
 
+from kgapp.graph.llm.prices import parse_prices
 from kgapp.settings import env
 from kgapp.surreal_server import local_credentials
 
@@ -267,6 +268,14 @@ OPENAI_API_KEY = env.text("OPENAI_API_KEY") or None
 OPENAI_MODEL = env.text("OPENAI_MODEL", "gpt-4o-mini")
 LLM_TIMEOUT = env.number("KG_LLM_TIMEOUT", 60.0)
 LLM_MAX_RETRIES = env.integer("KG_LLM_MAX_RETRIES", 4)
+# USD per million input/output tokens per model (kgapp/graph/llm/prices.py has the
+# defaults); KG_LLM_PRICES='{"my-model": {"input": 0.5, "output": 1.5}}' adds or overrides.
+try:
+    LLM_PRICES = parse_prices(env.text("KG_LLM_PRICES"))
+except ValueError as _bad_prices:
+    raise ImproperlyConfigured(str(_bad_prices)) from _bad_prices
+# An upload whose estimated input tokens pass this asks the uploads page for a confirmation.
+CONFIRM_ABOVE_TOKENS = env.integer("KG_CONFIRM_ABOVE_TOKENS", 200_000)
 # The spaCy pipeline of the offline extractor: an installed package name or a folder. The
 # default is the one bin/setup installs; a deployment may install spaCy's own
 # en_core_web_sm and set KG_SPACY_MODEL=en_core_web_sm.

@@ -30,7 +30,7 @@ from kgapp.graph.search.model import RerankerUnavailable
 from kgapp.tasks import QueueUnavailable
 from kgapp.web.auth import API_AUTH
 from kgapp.web.ratelimits import RateLimited
-from kgapp.web.routers import health, ingest, search, tenant, tenants, tokens
+from kgapp.web.routers import health, ingest, search, tenant, tenants, tokens, usage
 from tenants.errors import TenantAccessError
 
 logger = logging.getLogger(__name__)
@@ -50,6 +50,7 @@ api.add_router("/v1/", tenants.router)
 api.add_router("/v1/", tenant.router)
 api.add_router("/v1/", ingest.router)
 api.add_router("/v1/", search.router)
+api.add_router("/v1/", usage.router)
 
 
 def _error(request: HttpRequest, status: int, detail: str) -> HttpResponse:

@@ -154,6 +154,16 @@ class TokenCreatedOut(TokenOut):
     token: str = Field(description="the secret; shown only now")
 
 
+class UsageRowOut(Schema):
+    """What one model's calls used; `cost_usd` null: the price table has no price for it."""
+
+    model: str
+    calls: int
+    input_tokens: int
+    output_tokens: int
+    cost_usd: float | None = None
+
+
 class JobOut(Schema):
     id: str
     kind: str
@@ -171,6 +181,7 @@ class JobOut(Schema):
     created_at: Stamp | None = None
     started_at: Stamp | None = None
     finished_at: Stamp | None = None
+    usage: list[UsageRowOut] = Field(default=[], description="model calls, tokens, cost")
 
 
 class JobFilter(Page):
@@ -180,6 +191,45 @@ class JobFilter(Page):
 class JobQueuedOut(Schema):
     job_id: str
     status: str
+
+
+class UsageFilter(Schema):
+    months: int = Field(default=12, ge=1, le=60, description="how many calendar months back")
+
+
+class MonthUsageOut(Schema):
+    """A calendar month (UTC) of a tenant's jobs; `cost_usd` adds up priced calls only,
+    `unpriced_models` names the models that had no price."""
+
+    month: str = Field(description="YYYY-MM")
+    jobs: int
+    calls: int
+    input_tokens: int
+    output_tokens: int
+    cost_usd: float
+    unpriced_models: list[str] = []
+
+
+class EstimateOut(Schema):
+    """What ingesting would take; `cost_usd` null when the model has no price."""
+
+    chunks: int
+    calls: int
+    input_tokens: int
+    output_tokens: int
+    cost_usd: float | None
+
+
+class FileEstimateOut(EstimateOut):
+    file_name: str
+
+
+class UploadEstimateOut(Schema):
+    model: str | None = Field(description="null: no model configured, the offline extractor runs")
+    files: list[FileEstimateOut]
+    total: EstimateOut
+    confirm_above_tokens: int
+    needs_confirmation: bool = Field(description="total input tokens over confirm_above_tokens")
 
 
 # --- ingestion ------------------------------------------------------------------------
@@ -461,6 +511,7 @@ class DocumentOut(RecordOut):
     reference_time: Stamp | None = None
     created_at: Stamp
     updated_at: Stamp | None = None
+    usage: list[UsageRowOut] = []
 
 
 class RemovedOut(GraphRecord):

@@ -129,6 +129,12 @@ def operation_attempts(op: Operation, sides: Sides) -> tuple[list[Attempt], str 
         for value in leaf.enum or foreign_texts(sides):
             add(f"query {param.name}={value}", own, query={param.name: _as(leaf, value)})
     add("query naming B", own, query={"tenant": b.slug, "slug": b.slug, "namespace": b.tenant.namespace})
+    # Flags that change what an operation does (documents' dry_run): on, against B and own.
+    flags = {p.name: "true" for p in op.query_params() if p.schema.get("type") == "boolean"}
+    if flags and "tenant" in values:
+        first_ids = {n: found[0] for n, found in values.items() if n != "tenant"}
+        add(f"B's slug with {sorted(flags)} on", {**first_ids, "tenant": b.slug}, query=flags)
+        add(f"{sorted(flags)} on", own, query=flags)
     for leaf in op.body_leaves():
         for value in leaf.enum or foreign_texts(sides):
             where = ".".join(map(str, leaf.path))

@@ -2,6 +2,7 @@
 // Errors from the API are shown as the person-readable `detail` they carry.
 
 import { apiClient } from './api.js';
+import { confirmEstimate, renderMonths, usageText } from './cost.js';
 import { connectSocket } from './socket.js';
 
 const root = document.getElementById('uploads');
@@ -49,7 +50,10 @@ function render(job) {
     details.append(' ', retry);
   }
   const what = names.get(id) ?? job.document ?? job.episode ?? job.kind;
-  row.replaceChildren(cell(what), cell(job.status), cell(progress), cell(details));
+  const usage = cell(usageText(job.usage));
+  usage.className = 'usage';
+  row.replaceChildren(cell(what), cell(job.status), cell(progress), usage, cell(details));
+  if (job.status === 'completed' || job.status === 'failed') loadMonths();
 }
 
 function note(message, isError = false) {
@@ -58,13 +62,28 @@ function note(message, isError = false) {
   status.classList.toggle('error', isError);
 }
 
+function formOf(file) {
+  const form = new FormData();
+  form.append('files', file, file.name);
+  return form;
+}
+
+// A dry run first: an upload over the tenant's threshold of input tokens is sent only
+// once the person confirms its estimate.
+async function confirmed(file) {
+  const estimate = await call('/documents?dry_run=true', { method: 'POST', body: formOf(file) });
+  if (!estimate.needs_confirmation) return true;
+  note(`${file.name} is large: confirm or cancel below.`);
+  return confirmEstimate($('estimate'), file.name, estimate);
+}
+
 async function upload(files) {
   for (const file of files) {
-    const form = new FormData();
-    form.append('files', file, file.name);
-    note(`Uploading ${file.name}…`);
+    note(`Checking ${file.name}…`);
     try {
-      const [queued] = await call('/documents', { method: 'POST', body: form });
+      if (!await confirmed(file)) { note(`${file.name} not uploaded: cancelled.`); continue; }
+      note(`Uploading ${file.name}…`);
+      const [queued] = await call('/documents', { method: 'POST', body: formOf(file) });
       if (queued.duplicate) { note(`${file.name} was uploaded before: nothing new to ingest.`); continue; }
       names.set(queued.job_id, file.name);
       render({ id: queued.job_id, status: 'queued', progress: 0, total: 0 });
@@ -131,6 +150,16 @@ function follow() {
   });
 }
 
+let monthsLoading = null;
+
+// The tenant's model use per month; one request at a time, however many jobs end.
+function loadMonths() {
+  monthsLoading ??= call('/usage?months=6')
+    .then((months) => renderMonths($('usage-months'), months))
+    .catch((error) => note(error.message, true))
+    .finally(() => { monthsLoading = null; });
+}
+
 async function loadJobs() {
   try {
     const jobs = await call('/jobs?limit=50');
@@ -142,3 +171,4 @@ async function loadJobs() {
 
 setupDrop();
 follow();
+loadMonths();

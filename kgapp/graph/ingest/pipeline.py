@@ -239,6 +239,7 @@ def _conclude(ctx: IngestContext, report: IngestReport, clock: _Clock, episodes:
         | _episode_timings(clock.without_extraction_ms, "_without_extraction")
     )
     report.notes = ctx.notes[:200]
+    report.usage = _usage(ctx)
     if report.failures and len(report.failures) == episodes:
         report.status = "failed"
         report.error = report.failures[0]["reason"]
@@ -266,6 +267,10 @@ def _counts(ctx: IngestContext) -> dict[str, int]:
     return counts
 
 
+def _usage(ctx: IngestContext) -> list[dict[str, Any]]:
+    return ctx.llm.usage.rows() if ctx.llm is not None else []
+
+
 async def _progress(ctx: IngestContext, job: RecordID, done: int, total: int) -> None:
     await ctx.store.query(
         queries.JOB_PROGRESS,
@@ -275,6 +280,7 @@ async def _progress(ctx: IngestContext, job: RecordID, done: int, total: int) ->
             "total": total,
             "counts": _counts(ctx),
             "timings": dict(ctx.timings.totals),
+            "usage": _usage(ctx),
             "phase": "extracting",
         },
     )

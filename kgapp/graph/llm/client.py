@@ -1,5 +1,6 @@
 """Every LLM call of the pipeline goes through `LLMClient`: strict structured outputs,
-a content-addressed cache, one retry policy and one repair attempt per answer.
+a content-addressed cache, one retry policy and one repair attempt per answer; each
+answered request is counted, per model, in the client's `usage`.
 
 The parts: `transport` (the API connection and the retry policy), `schema` (strict
 response schemas), `answers` (reading, checking and repairing answers), `cache` (the
@@ -11,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import Awaitable, Callable
-from dataclasses import asdict, dataclass
 from typing import Any, TypeVar
 
 import openai
@@ -31,6 +31,7 @@ from kgapp.graph.llm.cache import LLMCache, cache_key
 from kgapp.graph.llm.errors import LLMError, LLMInvalidAnswer
 from kgapp.graph.llm.schema import strict_json_schema
 from kgapp.graph.llm.transport import Connection, LLMConfig, with_retries
+from kgapp.graph.llm.usage import LLMUsage
 
 T = TypeVar("T", bound=BaseModel)
 R = TypeVar("R")
@@ -40,20 +41,6 @@ EMBED_BATCH = 256
 # The API's rule for response_format names; checked here so a bad task name fails
 # before any request (and before it becomes part of a cache key).
 _TASK_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
-
-
-@dataclass
-class LLMUsage:
-    """Counters of one job, mutated by every client that shares this object."""
-
-    calls: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cache_hits: int = 0
-    retries: int = 0
-
-    def as_dict(self) -> dict[str, int]:
-        return asdict(self)
 
 
 class LLMClient:
@@ -195,8 +182,7 @@ class LLMClient:
                 encoding_format="float",
             )
         )
-        self.usage.calls += 1
-        self.usage.prompt_tokens += response.usage.prompt_tokens if response.usage else 0
+        self.usage.record(model, response.usage.prompt_tokens if response.usage else 0)
         rows = sorted(response.data, key=lambda row: row.index)
         if len(rows) != len(batch):
             raise LLMError(f"asked for {len(batch)} embeddings, got {len(rows)}")
@@ -204,9 +190,7 @@ class LLMClient:
 
     def _count(self, usage: CompletionUsage | None) -> CompletionUsage:
         usage = usage or CompletionUsage(prompt_tokens=0, completion_tokens=0, total_tokens=0)
-        self.usage.calls += 1
-        self.usage.prompt_tokens += usage.prompt_tokens
-        self.usage.completion_tokens += usage.completion_tokens
+        self.usage.record(self.config.model, usage.prompt_tokens, usage.completion_tokens)
         return usage
 
     async def _with_retries(self, request: Callable[[], Awaitable[R]]) -> R:

@@ -16,9 +16,10 @@ from kgapp.graph import ontology
 from kgapp.graph.documents.errors import DocumentError
 from kgapp.graph.documents.messages import parse_message_lines
 from kgapp.graph.documents.parse import parse_document
-from kgapp.graph.ingest import service
+from kgapp.graph.ingest import estimate, service
 from kgapp.graph.ingest.model import EpisodeInput
 from kgapp.graph.records import parse_record_id, to_json
+from kgapp.graph.store import TenantGraph
 from kgapp.web import ratelimits
 from kgapp.web.routers.tenant import DENIED, LIMITED
 from kgapp.web.schemas import (
@@ -36,9 +37,10 @@ from kgapp.web.schemas import (
     JobQueuedOut,
     OntologyIO,
     RemovedOut,
+    UploadEstimateOut,
 )
 from tenants.access import tenant_access
-from tenants.graph import embedder, tenant_graph
+from tenants.graph import embedder, llm_model, pdf_limits, tenant_graph
 from tenants.models import Role
 
 router = Router(tags=["ingest"])
@@ -104,8 +106,8 @@ def episode_delete(request: HttpRequest, tenant: str, episode_id: str) -> Any:
 @router.post(
     "/t/{tenant}/documents",
     response={
-        202: list[DocumentQueuedOut], 413: ErrorOut, 415: ErrorOut, 422: ErrorOut,
-        **DENIED, **LIMITED,
+        200: UploadEstimateOut, 202: list[DocumentQueuedOut], 413: ErrorOut, 415: ErrorOut,
+        422: ErrorOut, **DENIED, **LIMITED,
     },
 )
 def document_upload(
@@ -113,11 +115,42 @@ def document_upload(
     tenant: str,
     files: File[list[UploadedFile]],
     form: Form[DocumentUploadIn],
-) -> Status[list[dict[str, Any]]]:
+    dry_run: bool = False,
+) -> Status[Any]:
     """Upload files (.txt .md .pdf .html .json .csv, conversation exports). Every file is
-    checked before any is stored: one bad file refuses the whole upload, saying which."""
+    checked before any is stored: one bad file refuses the whole upload, saying which.
+    `dry_run=true`: store nothing, answer 200 with what ingesting would take (chunks,
+    model calls, tokens, cost) per file and in total."""
     ratelimits.check(request, "upload")
     access = tenant_access(request.user, tenant, Role.EDITOR)
+    uploads = _parsed_uploads(files)
+    graph = tenant_graph(access.tenant)
+    if dry_run:
+        return Status(200, _estimate(graph, uploads))
+    answers = []
+    for upload in uploads:
+        row, job = graph.run(
+            service.document_submit,
+            upload.parsed,
+            file_name=upload.file_name,
+            data=upload.data,
+            uploaded_by=request.user.get_username(),
+            reference_time=form.reference_time,
+        )
+        if job is not None:
+            tasks.queue_ingest(access.tenant, job)
+        answers.append(
+            {
+                "document_id": row["id"],
+                "job_id": job["id"] if job else row.get("job"),
+                "duplicate": job is None,
+            }
+        )
+    return Status(202, answers)
+
+
+def _parsed_uploads(files: list[UploadedFile]) -> list[estimate.Upload]:
+    """Every file read and parsed; the first bad one refuses them all (4xx, naming it)."""
     if not files:
         raise HttpError(422, "attach at least one file in the `files` field")
     if len(files) > MAX_FILES:
@@ -132,33 +165,37 @@ def document_upload(
             )
         data = upload.read(settings.UPLOAD_MAX_BYTES + 1)
         try:
-            parsed.append(
-                (name, data, parse_document(name, data, max_bytes=settings.UPLOAD_MAX_BYTES))
-            )
+            document = parse_document(name, data, max_bytes=settings.UPLOAD_MAX_BYTES)
         except DocumentError as error:
             message = str(error) if name in str(error) else f"{name}: {error}"
             raise HttpError(error.status, message) from error
-    graph = tenant_graph(access.tenant)
-    answers = []
-    for name, data, document in parsed:
-        row, job = graph.run(
-            service.document_submit,
-            document,
-            file_name=name,
-            data=data,
-            uploaded_by=request.user.get_username(),
-            reference_time=form.reference_time,
+        parsed.append(estimate.Upload(file_name=name, data=data, parsed=document))
+    return parsed
+
+
+def _estimate(graph: TenantGraph, uploads: list[estimate.Upload]) -> dict[str, Any]:
+    """What ingesting `uploads` would take, and whether the page should ask first."""
+    model = llm_model()
+    try:
+        each = graph.run(
+            estimate.upload_estimates,
+            uploads,
+            model=model,
+            prices=settings.LLM_PRICES,
+            pdf=pdf_limits(),
         )
-        if job is not None:
-            tasks.queue_ingest(access.tenant, job)
-        answers.append(
-            {
-                "document_id": row["id"],
-                "job_id": job["id"] if job else row.get("job"),
-                "duplicate": job is None,
-            }
-        )
-    return Status(202, answers)
+    except DocumentError as error:  # a PDF the worker could not read either
+        raise HttpError(error.status, str(error)) from error
+    total = estimate.estimates_total(each)
+    return {
+        "model": model,
+        "files": [
+            {"file_name": u.file_name, **e.as_dict()} for u, e in zip(uploads, each, strict=True)
+        ],
+        "total": total.as_dict(),
+        "confirm_above_tokens": settings.CONFIRM_ABOVE_TOKENS,
+        "needs_confirmation": total.input_tokens > settings.CONFIRM_ABOVE_TOKENS,
+    }
 
 
 @router.get(

@@ -1,0 +1,71 @@
+"""What a job's model calls used: calls and tokens per model, counted from the `usage`
+each API response reports, and what they cost at the price table's rates.
+
+One `LLMUsage` belongs to one job run (the client made for it holds it). A call is a
+request the API answered: retries of a failed request are counted apart (`retries`),
+a repair attempt is a second call, and an answer from the cache (`llm/cache.py`) is no
+call at all (`cache_hits`): nothing was sent, nothing billed. Embeddings requested
+through the API count as calls with input tokens only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from kgapp.graph.llm.prices import DEFAULT_PRICES, PriceTable, cost_usd
+
+
+@dataclass
+class ModelUsage:
+    calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+@dataclass
+class LLMUsage:
+    """Counters of one job, mutated by every client that shares this object; `prices`
+    gives each model's cost (the defaults unless the settings say otherwise)."""
+
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cache_hits: int = 0
+    retries: int = 0
+    models: dict[str, ModelUsage] = field(default_factory=dict)
+    prices: PriceTable = field(default_factory=lambda: DEFAULT_PRICES, repr=False)
+
+    def record(self, model: str, input_tokens: int, output_tokens: int = 0) -> None:
+        """One answered request to `model` and the tokens its response reported."""
+        self.calls += 1
+        self.prompt_tokens += input_tokens
+        self.completion_tokens += output_tokens
+        tally = self.models.setdefault(model, ModelUsage())
+        tally.calls += 1
+        tally.input_tokens += input_tokens
+        tally.output_tokens += output_tokens
+
+    def as_dict(self) -> dict[str, int]:
+        """The totals, as a job's `llm_*` counts."""
+        return {
+            "calls": self.calls,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "cache_hits": self.cache_hits,
+            "retries": self.retries,
+        }
+
+    def rows(self) -> list[dict[str, Any]]:
+        """One row per model, as a job's `usage` stores it: calls, input and output
+        tokens, and the cost in USD (None for a model the price table lacks)."""
+        return [
+            {
+                "model": model,
+                "calls": tally.calls,
+                "input_tokens": tally.input_tokens,
+                "output_tokens": tally.output_tokens,
+                "cost_usd": cost_usd(self.prices, model, tally.input_tokens, tally.output_tokens),
+            }
+            for model, tally in sorted(self.models.items())
+        ]
