@@ -76,8 +76,8 @@ class DiffResult:
 
     @property
     def truncated(self) -> bool:
-        shown = {"added": self.added, "ended": self.ended, "changed": self.changed}
-        return any(len(rows) < self.totals[kind] for kind, rows in shown.items())
+        shown = {"added": len(self.added), "ended": len(self.ended), "changed": len(self.changed)}
+        return any(count < self.totals[kind] for kind, count in shown.items())
 
 
 async def graph_diff(store: TenantStore, request: DiffRequest) -> DiffResult:
@@ -126,8 +126,11 @@ def _pair_versions(
     Returns the changes and the facts left unmatched on each side."""
     open_ended = {record_key(f["id"]): f for f in ended}
     # A revision may be either side: going back in system time, the revision ends.
-    revised_by = {record_key(f["revision_of"]): key for key, f in open_ended.items()
-                  if f.get("revision_of")}  # fmt: skip
+    revised_by = {
+        record_key(revised): key
+        for key, f in open_ended.items()
+        if (revised := f.get("revision_of")) is not None
+    }
     pairs: list[tuple[Fact, Fact]] = []
     unmatched = []
     for fact in _ordered(added):

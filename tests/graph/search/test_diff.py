@@ -79,7 +79,8 @@ async def story(store, extra=()) -> None:
         fact("carol2", "carol", "LIVES_IN", "paris", "Carol lives in Paris again.", at(2022, 1, 1), K1),
         *extra,
     ]
-    await store.query(queries.FACTS_BULK_INSERT, {"rows": rows})
+    for start in range(0, len(rows), 150):  # small writes: the machine may be busy
+        await store.query(queries.FACTS_BULK_INSERT, {"rows": rows[start:start + 150]})
 
 
 def keys(facts) -> list[str]:
@@ -150,14 +151,14 @@ async def test_the_same_moment_differs_in_nothing(migrated_store) -> None:
 
 
 async def test_the_limit_cuts_the_lists_after_the_filter_not_before(migrated_store) -> None:
-    """600 facts start inside the window but were retracted (not known now), 400 start
+    """300 facts start inside the window but were retracted (not known now), 200 start
     outside it; 5 current ones start inside. The limit applies to what is left."""
     store = await migrated_store()
     window = at(2024, 6, 1)
     retracted = [fact(f"gone{i}", "bob", "KNOWS", "carol", f"Bob knew Carol {i}.",
-                      window + timedelta(minutes=i), K1, expired_at=K2) for i in range(600)]
+                      window + timedelta(minutes=i), K1, expired_at=K2) for i in range(300)]
     outside = [fact(f"old{i}", "bob", "KNOWS", "alice", f"Bob knows Alice {i}.",
-                    at(2010, 1, 1) + timedelta(minutes=i), K1) for i in range(400)]
+                    at(2010, 1, 1) + timedelta(minutes=i), K1) for i in range(200)]
     current = [fact(f"new{i}", "alice", "KNOWS", "carol", f"Alice knows Carol {i}.",
                     window + timedelta(days=1, minutes=i), K1) for i in range(5)]
     await story(store, extra=retracted + outside + current)
@@ -166,9 +167,9 @@ async def test_the_limit_cuts_the_lists_after_the_filter_not_before(migrated_sto
     assert result.totals["added"] == 5 and result.truncated
     full = await diff(store, window - DAY, window + 10 * DAY, "valid")
     assert keys(full.added) == [f"new{i}" for i in range(5)] and not full.truncated
-    # On the known axis the same window of system time sees all 600 retractions.
+    # On the known axis the same window of system time sees all 300 retractions.
     known = await diff(store, K1 + DAY, K2 + DAY, "known", limit=10)
-    assert known.totals["ended"] == 600 and len(known.ended) == 10
+    assert known.totals["ended"] == 300 and len(known.ended) == 10
 
 
 def test_a_request_checks_its_axis_and_limit() -> None:
