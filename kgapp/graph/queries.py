@@ -649,6 +649,27 @@ SELECT {_GRAPH_FACT_FIELDS} FROM relates_to WITH INDEX relates_to_out_relation
 WHERE out IN $entities LIMIT $limit;
 """
 
+# --- diff between two moments (kgapp/graph/search/diff.py) ---
+# The facts with a bound between two moments on one axis: only they can hold at one
+# moment and not the other. Each statement is a range on one indexed field and nothing
+# else (no LIMIT: on 3.0.2 a LIMIT may cut an index scan before the rest of the WHERE
+# filters it, docs/surrealdb-notes.md); what was known when is judged in Python.
+_DIFF_FIELDS = """id, in AS source, out AS target, in.name AS source_name,
+    out.name AS target_name, relation, edge_type, fact, confidence, valid_at, invalid_at,
+    created_at, expired_at, supersedes, superseded_by, revision_of"""
+DIFF_VALID_BOUNDS = f"""
+SELECT {_DIFF_FIELDS} FROM relates_to WITH INDEX relates_to_valid_at
+WHERE valid_at > $low AND valid_at <= $high;
+SELECT {_DIFF_FIELDS} FROM relates_to WITH INDEX relates_to_invalid_at
+WHERE invalid_at > $low AND invalid_at <= $high;
+"""
+DIFF_KNOWN_BOUNDS = f"""
+SELECT {_DIFF_FIELDS} FROM relates_to WITH INDEX relates_to_created_at
+WHERE created_at > $low AND created_at <= $high;
+SELECT {_DIFF_FIELDS} FROM relates_to WITH INDEX relates_to_expired_at
+WHERE expired_at > $low AND expired_at <= $high;
+"""
+
 # Bulk loading (benchmarks, imports): rows carry their ids.
 ENTITIES_BULK_INSERT = "INSERT INTO entity $rows RETURN NONE;"
 FACTS_BULK_INSERT = "INSERT RELATION INTO relates_to $rows RETURN NONE;"

@@ -20,6 +20,7 @@ from pydantic import (
 
 from kgapp.graph.jobs import JOB_STATUSES
 from kgapp.graph.records import to_json
+from kgapp.graph.search.diff import DIFF_LIMIT, DIFF_MAX_LIMIT, DiffRequest, DiffResult
 from kgapp.graph.search.recipes import RECIPES
 from kgapp.graph.time import Moment, in_utc
 
@@ -634,3 +635,73 @@ class LayoutOut(BaseModel):
     positions: list[Annotated[list[float], Field(min_length=2, max_length=2)]] = Field(
         description="[x, y] of each node, in node order"
     )
+
+
+# --- diff between two moments -------------------------------------------------------------
+
+
+class DiffIn(Schema):
+    """Two moments on one axis: valid time (as known now) or system time ("as known at",
+    over all valid times). `from` may be after `to`: the diff then runs backwards."""
+
+    model_config = ConfigDict(populate_by_name=True)
+
+    from_: Instant = Field(alias="from", description="the first moment (ISO 8601)")
+    to: Instant = Field(description="the second moment (ISO 8601)")
+    axis: Literal["valid", "known"] = Field(
+        default="valid", description="valid: true in the world then; known: believed then"
+    )
+    limit: int = Field(default=DIFF_LIMIT, ge=1, le=DIFF_MAX_LIMIT, description="facts per list")
+
+    def request(self) -> DiffRequest:
+        return DiffRequest(from_=self.from_, to=self.to, axis=self.axis, limit=self.limit)
+
+
+class DiffFactOut(FactCore):
+    source_name: str | None = None
+    target_name: str | None = None
+
+
+class DiffChangeOut(BaseModel):
+    before: DiffFactOut = Field(description="the fact's version at `from`")
+    after: DiffFactOut = Field(description="its version at `to`")
+    fields: list[str] = Field(description="what differs: fact, valid_at, invalid_at")
+
+
+class DiffTotals(BaseModel):
+    added: int
+    ended: int
+    changed: int
+
+
+class DiffOut(BaseModel):
+    """Facts present at `to` and not at `from` (added), the reverse (ended), and the
+    facts present at both in two versions (changed). Each list holds at most `limit`
+    facts, earliest valid first; `totals` counts them all."""
+
+    model_config = ConfigDict(populate_by_name=True)
+
+    axis: Literal["valid", "known"]
+    from_: Stamp = Field(alias="from")
+    to: Stamp
+    added: list[DiffFactOut]
+    ended: list[DiffFactOut]
+    changed: list[DiffChangeOut]
+    totals: DiffTotals
+    truncated: bool = Field(description="a list holds fewer facts than its total")
+
+    @staticmethod
+    def of(result: DiffResult) -> dict[str, Any]:
+        return {
+            "axis": result.request.axis,
+            "from": result.request.from_,
+            "to": result.request.to,
+            "added": to_json(result.added),
+            "ended": to_json(result.ended),
+            "changed": [
+                {"before": to_json(c.before), "after": to_json(c.after), "fields": list(c.fields)}
+                for c in result.changed
+            ],
+            "totals": result.totals,
+            "truncated": result.truncated,
+        }

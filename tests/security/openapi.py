@@ -15,6 +15,7 @@ from typing import Any
 Path = tuple[str | int, ...]  # where a value sits in a body; an int indexes a list
 
 DATE = "2024-03-01T00:00:00Z"
+SPAN = ("2000-01-01T00:00:00Z", "2099-12-31T00:00:00Z")
 
 
 def api_schema() -> dict[str, Any]:
@@ -28,6 +29,7 @@ class Param:
     name: str
     location: str  # "path" or "query"
     schema: dict[str, Any]
+    required: bool = False
 
 
 @dataclass
@@ -48,6 +50,19 @@ class Operation:
 
     def query_params(self) -> list[Param]:
         return [p for p in self.params if p.location == "query"]
+
+    def required_query(self) -> dict[str, Any]:
+        """A value for every required query parameter, so that a request reaches the
+        handler instead of a 422. Moments are spread, first to last of `SPAN`, so that a
+        pair of them (a diff's `from` and `to`) takes in every record."""
+        moments = iter(SPAN)
+        values = {}
+        for param in self.query_params():
+            if param.required:
+                is_moment = param.schema.get("format") == "date-time"
+                values[param.name] = next(moments, DATE) if is_moment else example(
+                    self.components, param.schema)
+        return values
 
     def resolve(self, node: dict[str, Any]) -> dict[str, Any]:
         return resolve(self.components, node)
@@ -90,7 +105,8 @@ def operations(schema: dict[str, Any]) -> list[Operation]:
             if method.lower() not in {"get", "post", "put", "patch", "delete"}:
                 continue
             params = [
-                Param(p["name"], p["in"], resolve(components, p.get("schema", {})))
+                Param(p["name"], p["in"], resolve(components, p.get("schema", {})),
+                      bool(p.get("required")))
                 for p in spec.get("parameters", [])
                 if p["in"] in ("path", "query")
             ]

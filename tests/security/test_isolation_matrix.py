@@ -95,10 +95,12 @@ def operation_attempts(op: Operation, sides: Sides) -> tuple[list[Attempt], str 
         values[param.name] = found
     own = {name: found[0] for name, found in values.items()}
     body = _probe_body(op)
+    required = op.required_query()  # every attempt reaches the handler, not a 422
     attempts = []
 
     def add(how: str, path: dict[str, Any], **kwargs: Any) -> None:
         kwargs.setdefault("body", body)
+        kwargs["query"] = {**required, **(kwargs.get("query") or {})} or None
         kind = "multipart" if op.body_kind == "multipart" else "json"
         attempts.append(
             Attempt("api", op.key, how, op.method, op.url(path), kind=kind, **kwargs)
@@ -474,6 +476,11 @@ def test_tenant_a_reaches_nothing_of_tenant_b(two_sides: Sides, capsys) -> None:
     attacked = {o.attempt.target for o in outcomes if o.attempt.area == "api"}
     assert attacked == {op.key for op in operations(api_schema())}
     assert len(outcomes) >= 500
+    # An operation with required query parameters was really reached, not only refused
+    # with a 422 for what it lacked.
+    filled = {op.key for op in operations(api_schema()) if op.required_query()}
+    reached = {o.attempt.target for o in outcomes if o.attempt.area == "api" and o.status < 300}
+    assert filled and filled <= reached, f"never past validation: {sorted(filled - reached)}"
     # The attacker's own credentials worked throughout: the refusals are not a 401 wall.
     assert sum(200 <= o.status < 300 for o in outcomes if o.attempt.area == "api") > 100
     assert sides.a.client.get(f"{sides.a.base}/").status_code == 200

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse
 from ninja import Query, Router, Status
 from ninja.errors import HttpError
 
 from kgapp import tasks
 from kgapp.graph import communities, layout
 from kgapp.graph.records import parse_record_id, to_json
-from kgapp.graph.search import elements, history, hybrid, reads
+from kgapp.graph.search import diff, elements, history, hybrid, reads
 from kgapp.graph.search.model import Hit, SearchRequest, SearchResults
 from kgapp.graph.search.query import AnswerUnavailable, QueryRequest, QueryResult
 from kgapp.graph.search.query import query as run_query
@@ -25,6 +25,8 @@ from kgapp.web.schemas import (
     CommunitiesIn,
     CommunityDetailOut,
     CommunityOut,
+    DiffIn,
+    DiffOut,
     EntityDetailOut,
     EntityEpisodesPage,
     EntityOut,
@@ -219,6 +221,42 @@ def graph(request: HttpRequest, tenant: str, params: Query[GraphIn]) -> Any:
             moment=moment,
         )
     )
+
+
+@router.get(
+    "/t/{tenant}/graph/diff",
+    response={200: DiffOut, 422: ErrorOut, **DENIED},
+    by_alias=True,
+)
+def graph_diff(request: HttpRequest, tenant: str, params: Query[DiffIn]) -> Any:
+    """What differs between two moments on one axis: facts added, ended and changed.
+    `axis=valid`: true in the world at each moment, as known now; `axis=known`: what
+    the graph believed at each moment, over all valid times."""
+    access = tenant_access(request.user, tenant)
+    result = tenant_graph(access.tenant).run(diff.graph_diff, params.request())
+    return DiffOut.of(result)
+
+
+_CSV_ANSWER = {
+    "description": "the diff as CSV",
+    "content": {"text/csv": {"schema": {"type": "string"}}},
+}
+
+
+@router.get(
+    "/t/{tenant}/graph/diff.csv",
+    response={422: ErrorOut, **DENIED},
+    openapi_extra={"responses": {"200": _CSV_ANSWER}},
+)
+def graph_diff_csv(request: HttpRequest, tenant: str, params: Query[DiffIn]) -> HttpResponse:
+    """The same diff as a CSV download, one row per fact (spreadsheet formulas
+    neutralised)."""
+    access = tenant_access(request.user, tenant)
+    result = tenant_graph(access.tenant).run(diff.graph_diff, params.request())
+    response = HttpResponse(diff.diff_csv(result), content_type="text/csv; charset=utf-8")
+    name = f"diff-{access.tenant.slug}-{params.axis}.csv"
+    response["Content-Disposition"] = f'attachment; filename="{name}"'
+    return response
 
 
 @router.post("/t/{tenant}/layout", response={200: LayoutOut, 422: ErrorOut, **DENIED})

@@ -8,6 +8,7 @@ import { applyTime, drawHistogram, onSlider, play, STEPS } from './time.js';
 import { seed } from './elements.js';
 import { refreshPanel, showEntity, showFact } from './panel.js';
 import { setupSearch } from './search.js';
+import { setupDiff, toggleCompare } from './diff.js';
 
 function selectedNode() { return cy.nodes(':selected').first(); }
 
@@ -60,6 +61,7 @@ function setupRelationFilter() {
 export function setup() {
   setupSearch();
   setupRelationFilter();
+  setupDiff();
   $('fit').addEventListener('click', () => cy.fit(cy.elements().not('.gone'), 30));
   $('relayout').addEventListener('click', () => layout(null, { fit: true }));
   $('expand').addEventListener('click', expand);
@@ -98,7 +100,7 @@ export function setup() {
     const typing = ['INPUT', 'SELECT', 'TEXTAREA'].includes(event.target.tagName) && event.target.type !== 'range';
     if (typing || event.ctrlKey || event.metaKey || event.altKey) return;
     const actions = { '/': () => $('entity-search').focus(), f: () => $('fit').click(),
-      l: () => $('relayout').click(), e: expand, h: hideSelected, p: pinSelected,
+      l: () => $('relayout').click(), e: expand, h: hideSelected, p: pinSelected, c: toggleCompare,
       ' ': play, Escape: () => cy.elements().unselect() };
     if (actions[event.key]) { actions[event.key](); event.preventDefault(); }
   });

@@ -77,6 +77,13 @@ export const cy = window.cytoscape({
     { selector: 'node.pinned', style: { 'border-width': 3, 'border-color': '#14213d' } },
     { selector: ':selected', style: { 'overlay-color': '#0b5fff', 'overlay-opacity': 0.18 } },
     { selector: '.fresh', style: { 'underlay-color': '#ffb000', 'underlay-opacity': 0.55, 'underlay-padding': 6 } },
+    // A comparison (explorer/diff.js): added green, ended red, changed amber.
+    { selector: 'edge.diff-added, edge.diff-ended, edge.diff-changed', style: {
+      width: 4, 'line-style': 'solid', opacity: 1, label: 'data(relation)' } },
+    { selector: 'node.diff-added, node.diff-ended, node.diff-changed', style: { 'border-width': 4 } },
+    { selector: '.diff-added', style: { 'line-color': '#2ca02c', 'target-arrow-color': '#2ca02c', 'border-color': '#2ca02c' } },
+    { selector: '.diff-ended', style: { 'line-color': '#d62728', 'target-arrow-color': '#d62728', 'border-color': '#d62728' } },
+    { selector: '.diff-changed', style: { 'line-color': '#e69f00', 'target-arrow-color': '#e69f00', 'border-color': '#e69f00' } },
   ],
 });
 

@@ -19,6 +19,7 @@ export const state = {
   knownAt: NEVER,
   shown: new Map(), // element id -> 'on' | 'past' | 'off'
   visible: { nodes: 0, edges: 0 }, // how many are shown (kept by setShown)
+  diff: null, // while a comparison is shown: fact id -> 'added' | 'ended' | 'changed' (explorer/diff.js)
   justEnded: new Set(), // facts ended by a live change: drawn as history until the view changes
   lastVs: null, // the change-feed versionstamp of the last change (a decimal string): where a replay starts
   playing: null, // the playback's interval

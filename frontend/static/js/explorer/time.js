@@ -42,6 +42,7 @@ export function viewpoint() {
 export function factShown(id, fact, view) {
   let next = factState(fact, view.asOf, view.knownAt, view.history);
   if (next === 'off' && state.justEnded.has(id)) next = 'past';
+  if (next === 'off' && state.diff?.has(id)) next = 'on'; // a comparison draws its facts
   if (fact.hidden || (view.relation && fact.relation !== view.relation)) next = 'off';
   return next;
 }
