@@ -24,10 +24,12 @@ from kgapp.graph.curation import duplicates
 from kgapp.graph.errors import GraphError, GraphUnavailable
 from kgapp.graph.ingest.service import ingest_run
 from kgapp.graph.records import Job, parse_record_id, to_json
+from kgapp.graph.retention import retention_job
 from kgapp.graph.search import retrieval
 from kgapp.graph.store import TenantStore
 from tenants.graph import embedder, llm_client, offline_extractor, pdf_limits, tenant_graph
 from tenants.models import Tenant
+from tenants.retention import retention_policy, tenants_with_retention
 
 logger = logging.getLogger(__name__)
 
@@ -139,6 +141,41 @@ def generate_dedup_candidates(tenant_slug: str | None = None) -> dict[str, int]:
     }
 
 
+@shared_task(name="kgapp.apply_retention", **_retrying(120, 8))
+def apply_retention(tenant_slug: str, job_id: str) -> dict[str, Any]:
+    """Apply the tenant's retention policy as it is now (job `job_id`, kind `retention`):
+    archive, then remove, audited; a failure fails the job with the graph unchanged."""
+    tenant = Tenant.objects.get(slug=tenant_slug)
+    policy = retention_policy(tenant)
+
+    async def work(store: TenantStore, job: Any) -> Job:
+        row = await jobs.job_get(store, job)
+        return await retention_job(
+            store,
+            job,
+            policy,
+            archive_root=settings.RETENTION_ARCHIVE_DIR,
+            actor=row.get("created_by") or "retention",
+        )
+
+    return _run_job(tenant, job_id, work)
+
+
+@shared_task(name="kgapp.apply_retention_policies")
+def apply_retention_policies() -> list[str]:
+    """Periodic (beat, KG_RETENTION_INTERVAL): queue a retention run for every tenant whose
+    policy drops something; the slugs queued."""
+    queued = []
+    for tenant in tenants_with_retention():
+        try:
+            queue_retention(tenant, created_by="schedule")
+        except (GraphError, QueueUnavailable) as error:
+            logger.warning("retention of %s not queued: %s", tenant.slug, error)
+            continue
+        queued.append(tenant.slug)
+    return queued
+
+
 @shared_task(name="kgapp.requeue_stale_jobs")
 def requeue_stale_jobs() -> dict[str, list[str]]:
     """Periodic (beat), and when a worker starts: send again the tasks of every tenant's
@@ -186,6 +223,14 @@ def queue_rebuild_communities(
     return job
 
 
+def queue_retention(tenant: Tenant, *, created_by: str) -> dict[str, Any]:
+    """Queue a run of the tenant's retention policy (what it is when the task runs)."""
+    graph = tenant_graph(tenant)
+    job = to_json(graph.run(jobs.job_create, kind="retention", created_by=created_by))
+    _send(tenant, job, apply_retention)
+    return job
+
+
 def queue_ingest(tenant: Tenant, job: dict[str, Any]) -> None:
     """Queue the ingest task of a job record already created."""
     _send(tenant, job, ingest)
@@ -223,6 +268,7 @@ _TASKS = {
     "communities": rebuild_communities,
     "ingest_episode": ingest,
     "ingest_document": ingest,
+    "retention": apply_retention,
 }
 
 

@@ -74,7 +74,11 @@ class MembershipForm(forms.ModelForm):
 class TenantAdmin(admin.ModelAdmin):
     list_display = ["slug", "name", "namespace", "schema_version", "created_at"]
     search_fields = ["slug", "name"]
-    readonly_fields = ["namespace", "schema_version", "created_at"]
+    # Retention is set by an owner on the tenant's retention page (audited there).
+    readonly_fields = [
+        "namespace", "schema_version", "created_at",
+        "retention_mode", "retention_facts_ended_days", "retention_episodes_days",
+    ]
     inlines = [MembershipInline]
     actions = ["reprovision"]
 

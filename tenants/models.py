@@ -40,6 +40,15 @@ class Tenant(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     embedding_dim = models.PositiveIntegerField(default=384)
     schema_version = models.PositiveIntegerField(default=0)
+    # Retention (kgapp/graph/retention/policy.py): keep_all, or drop facts ended and
+    # episodes stored more than N days ago. Set by an owner (tenants/retention.py).
+    retention_mode = models.CharField(
+        max_length=16,
+        choices=[("keep_all", "Keep everything"), ("drop", "Drop what has aged")],
+        default="keep_all",
+    )
+    retention_facts_ended_days = models.PositiveIntegerField(null=True, blank=True)
+    retention_episodes_days = models.PositiveIntegerField(null=True, blank=True)
 
     class Meta:
         ordering = ["slug"]

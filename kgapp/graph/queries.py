@@ -886,3 +886,144 @@ COMMUNITIES_OF_ENTITIES = """
 SELECT out AS entity, in AS community FROM has_member WITH INDEX has_member_out
 WHERE out IN $entities AND in.as_of = NONE;
 """
+
+
+# --- retention (kgapp/graph/retention/) --------------------------------------------------
+# What a retention policy removes: facts ended in system time before $facts_cutoff, and
+# episodes stored before $episodes_cutoff (a cutoff of NONE removes nothing of its kind).
+# An episode's going never removes a fact: the facts it supported only lose it from
+# their `episodes`. A document goes when all of its episodes go and it was uploaded
+# before the cutoff; an entity goes when nothing else mentions it or joins it by a fact.
+# The same conditions are read three times (plan, archive, and the guard inside the
+# deleting transaction), so they live in one place each.
+_RETENTION_FACTS = """(SELECT VALUE id FROM relates_to WITH INDEX relates_to_expired_at
+    WHERE $facts_cutoff != NONE AND expired_at != NONE AND expired_at < $facts_cutoff)"""
+_RETENTION_EPISODES = """(SELECT VALUE id FROM episode WITH INDEX episode_created_at
+    WHERE $episodes_cutoff != NONE AND created_at < $episodes_cutoff)"""
+# (3.0.2: in a LET, `$parent` inside a subquery of the WHERE clause is not the row being
+# filtered; in RETURN and in an IF's condition it is. So these two are never LET.)
+_RETENTION_DOCUMENT_KEPT = """$episodes_cutoff != NONE AND created_at < $episodes_cutoff
+    AND status IN ['completed', 'failed']
+    AND count(SELECT VALUE id FROM episode WHERE document = $parent.id
+        AND id NOTINSIDE $episodes) = 0"""
+_RETENTION_ENTITY_LEFT = """merged_into = NONE
+    AND count(SELECT VALUE id FROM entity WITH INDEX entity_merged_into
+        WHERE merged_into = $parent.id) = 0
+    AND count(SELECT VALUE id FROM mentions WITH INDEX mentions_out
+        WHERE out = $parent.id AND in NOTINSIDE $episodes) = 0
+    AND count(SELECT VALUE id FROM relates_to WITH INDEX relates_to_in_relation
+        WHERE in = $parent.id AND id NOTINSIDE $facts) = 0
+    AND count(SELECT VALUE id FROM relates_to WITH INDEX relates_to_out_relation
+        WHERE out = $parent.id AND id NOTINSIDE $facts) = 0"""
+_RETENTION_CANDIDATES = """array::distinct(array::concat(
+    array::flatten((SELECT VALUE [in, out] FROM relates_to WHERE id IN $facts)),
+    (SELECT VALUE out FROM mentions WHERE in IN $episodes)))"""
+
+RETENTION_PLAN = f"""
+LET $facts = {_RETENTION_FACTS};
+LET $episodes = {_RETENTION_EPISODES};
+LET $candidates = {_RETENTION_CANDIDATES};
+RETURN $facts;
+RETURN $episodes;
+RETURN (SELECT VALUE id FROM document WHERE {_RETENTION_DOCUMENT_KEPT});
+RETURN (SELECT VALUE id FROM entity WHERE id IN $candidates AND {_RETENTION_ENTITY_LEFT});
+RETURN (SELECT VALUE id FROM relates_to WITH INDEX relates_to_episodes
+    WHERE episodes ANYINSIDE $episodes AND id NOTINSIDE $facts);
+"""
+
+# Every row the plan removes or changes, one statement per kind of archive line, in the
+# order of kgapp/graph/retention/archive.py's KINDS. Vectors are derived data (computed
+# again from the text) and stay out of the archive; episode_units rows keep their count.
+RETENTION_ROWS = """
+SELECT * OMIT fact_embedding FROM relates_to WHERE id IN $facts ORDER BY id;
+SELECT * FROM retrieval WHERE fact IN $facts ORDER BY id;
+SELECT * OMIT content_embedding FROM episode WHERE id IN $episodes ORDER BY id;
+SELECT * FROM mentions WHERE in IN $episodes ORDER BY id;
+SELECT * FROM has_episode WHERE out IN $episodes ORDER BY id;
+SELECT * FROM occurred_after WHERE in IN $episodes OR out IN $episodes ORDER BY id;
+SELECT id, episode, array::len(vectors) AS vectors_omitted FROM episode_units
+    WHERE episode IN $episodes ORDER BY id;
+SELECT * OMIT raw FROM document WHERE id IN $documents ORDER BY id;
+SELECT * FROM job WHERE document IN $documents ORDER BY id;
+SELECT * OMIT name_embedding FROM entity WHERE id IN $entities ORDER BY id;
+SELECT * FROM alias WHERE entity IN $entities ORDER BY id;
+SELECT * FROM dedup_candidate WHERE a IN $entities OR b IN $entities ORDER BY id;
+SELECT * FROM has_member WHERE out IN $entities ORDER BY id;
+SELECT id, array::intersect(episodes, $episodes) AS episodes FROM relates_to
+    WHERE id IN $unlinked ORDER BY id;
+SELECT id, supersedes, superseded_by, revision_of FROM relates_to
+    WHERE id NOTINSIDE $facts AND (supersedes IN $facts OR superseded_by IN $facts
+        OR revision_of IN $facts) ORDER BY id;
+"""
+
+# Inside the deleting transaction: the rows about to go are exactly the ones archived
+# ($expected_rows: counts by kind, documents and entities checked one by one), else nothing is removed (a writer changed the graph
+# between the archive and the delete; the next run archives again).
+RETENTION_APPLY = f"""
+LET $now_facts = {_RETENTION_FACTS};
+LET $now_episodes = {_RETENTION_EPISODES};
+LET $found = {{
+    fact: count(SELECT VALUE id FROM relates_to WHERE id IN $facts AND id IN $now_facts),
+    retrieval: count(SELECT VALUE id FROM retrieval WHERE fact IN $facts),
+    episode: count(SELECT VALUE id FROM episode WHERE id IN $episodes AND id IN $now_episodes),
+    mention: count(SELECT VALUE id FROM mentions WHERE in IN $episodes),
+    has_episode: count(SELECT VALUE id FROM has_episode WHERE out IN $episodes),
+    occurred_after: count(SELECT VALUE id FROM occurred_after WHERE in IN $episodes OR out IN $episodes),
+    episode_units: count(SELECT VALUE id FROM episode_units WHERE episode IN $episodes),
+    job: count(SELECT VALUE id FROM job WHERE document IN $documents),
+    alias: count(SELECT VALUE id FROM alias WHERE entity IN $entities),
+    dedup_candidate: count(SELECT VALUE id FROM dedup_candidate WHERE a IN $entities OR b IN $entities),
+    has_member: count(SELECT VALUE id FROM has_member WHERE out IN $entities),
+    provenance: count(SELECT VALUE id FROM relates_to WHERE episodes ANYINSIDE $episodes AND id NOTINSIDE $facts),
+    link: count(SELECT VALUE id FROM relates_to WHERE id NOTINSIDE $facts
+        AND (supersedes IN $facts OR superseded_by IN $facts OR revision_of IN $facts))
+}};
+IF $found != $expected_rows
+    OR count(SELECT VALUE id FROM document WHERE id IN $documents AND {_RETENTION_DOCUMENT_KEPT})
+        != array::len($documents)
+    OR count(SELECT VALUE id FROM entity WHERE id IN $entities AND {_RETENTION_ENTITY_LEFT})
+        != array::len($entities) {{
+    THROW "the graph changed while retention was archiving; nothing was removed (run it again)";
+}};
+UPDATE relates_to SET episodes = array::complement(episodes, $episodes)
+    WHERE episodes ANYINSIDE $episodes AND id NOTINSIDE $facts RETURN NONE;
+UPDATE relates_to SET supersedes = NONE WHERE supersedes IN $facts AND id NOTINSIDE $facts RETURN NONE;
+UPDATE relates_to SET superseded_by = NONE WHERE superseded_by IN $facts AND id NOTINSIDE $facts RETURN NONE;
+UPDATE relates_to SET revision_of = NONE WHERE revision_of IN $facts AND id NOTINSIDE $facts RETURN NONE;
+DELETE retrieval WHERE fact IN $facts;
+DELETE relates_to WHERE id IN $facts;
+DELETE mentions WHERE in IN $episodes;
+DELETE has_episode WHERE out IN $episodes;
+DELETE occurred_after WHERE in IN $episodes OR out IN $episodes;
+DELETE episode_units WHERE episode IN $episodes;
+DELETE episode WHERE id IN $episodes;
+DELETE job WHERE document IN $documents;
+DELETE document WHERE id IN $documents;
+DELETE alias WHERE entity IN $entities;
+DELETE dedup_candidate WHERE a IN $entities OR b IN $entities;
+DELETE has_member WHERE out IN $entities;
+DELETE entity WHERE id IN $entities;
+CREATE ONLY audit CONTENT {{actor: $actor, action: 'retention_run', target: 'retention',
+    after: $after}};
+"""
+
+# What the preview shows of a plan: a few of each kind, oldest first.
+RETENTION_SAMPLES = """
+SELECT id, fact, relation, in.name AS source_name, out.name AS target_name, valid_at,
+    invalid_at, created_at, expired_at FROM relates_to WHERE id IN $facts ORDER BY expired_at
+    LIMIT $limit;
+SELECT id, name, source, string::slice(content, 0, 160) AS excerpt, valid_at, created_at
+    FROM episode WHERE id IN $episodes ORDER BY created_at LIMIT $limit;
+SELECT id, file_name, created_at FROM document WHERE id IN $documents ORDER BY created_at
+    LIMIT $limit;
+SELECT id, name, entity_type FROM entity WHERE id IN $entities ORDER BY name LIMIT $limit;
+"""
+
+RETENTION_POLICY_AUDIT = """
+CREATE ONLY audit CONTENT {actor: $actor, action: 'retention_policy', target: 'retention',
+    before: $before, after: $after};
+"""
+RETENTION_HISTORY = """
+SELECT id, actor, action, before, after, at FROM audit
+WHERE action IN ['retention_run', 'retention_policy'] ORDER BY at DESC LIMIT $limit;
+"""

@@ -222,7 +222,13 @@ CELERY_BEAT_SCHEDULE = {
         "task": "kgapp.generate_dedup_candidates",
         "schedule": env.number("KG_DEDUP_INTERVAL", 86400.0),
     },
+    "apply-retention-policies": {
+        "task": "kgapp.apply_retention_policies",
+        "schedule": env.number("KG_RETENTION_INTERVAL", 86400.0),
+    },
 }
+# Retention archives (gzipped JSON Lines of what a run removed), one folder per tenant.
+RETENTION_ARCHIVE_DIR = env.path("KG_RETENTION_ARCHIVE_DIR", VAR_DIR / "retention")
 
 # --- Communities ------------------------------------------------------------------
 # The demo tenant gets the demo dataset on first start (kgapp/demo); 0 skips it.

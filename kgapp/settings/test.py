@@ -28,6 +28,7 @@ CELERY_BROKER_URL, CELERY_BROKER_TRANSPORT_OPTIONS = celery_broker(  # noqa: F40
     VAR_DIR / "celery",  # noqa: F405
 )
 STATIC_ROOT = VAR_DIR / "static"
+RETENTION_ARCHIVE_DIR = env.path("KG_RETENTION_ARCHIVE_DIR", VAR_DIR / "retention")
 STATIC_ROOT.mkdir(parents=True, exist_ok=True)
 # Rate limits are off unless a test sets them (tests/web/test_rate_limits.py): suites that
 # send many requests as one user would otherwise meet them.

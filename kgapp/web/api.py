@@ -26,11 +26,21 @@ from kgapp.graph.errors import (
     UniqueViolation,
     WriteConflict,
 )
+from kgapp.graph.retention import PolicyInvalid
 from kgapp.graph.search.model import RerankerUnavailable
 from kgapp.tasks import QueueUnavailable
 from kgapp.web.auth import API_AUTH
 from kgapp.web.ratelimits import RateLimited
-from kgapp.web.routers import health, ingest, search, tenant, tenants, tokens, usage
+from kgapp.web.routers import (
+    health,
+    ingest,
+    retention,
+    search,
+    tenant,
+    tenants,
+    tokens,
+    usage,
+)
 from tenants.errors import TenantAccessError
 
 logger = logging.getLogger(__name__)
@@ -51,6 +61,7 @@ api.add_router("/v1/", tenant.router)
 api.add_router("/v1/", ingest.router)
 api.add_router("/v1/", search.router)
 api.add_router("/v1/", usage.router)
+api.add_router("/v1/", retention.router)
 
 
 def _error(request: HttpRequest, status: int, detail: str) -> HttpResponse:
@@ -88,6 +99,7 @@ def _queue_down(request: HttpRequest, error: QueueUnavailable) -> HttpResponse:
 
 @api.exception_handler(RerankerUnavailable)
 @api.exception_handler(InvalidRecordId)
+@api.exception_handler(PolicyInvalid)
 def _unprocessable(request: HttpRequest, error: GraphError) -> HttpResponse:
     return _error(request, 422, str(error))
 

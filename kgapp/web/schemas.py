@@ -177,6 +177,7 @@ class JobOut(Schema):
     failures: list[dict[str, Any]] = []
     notes: list[str] = []
     error: str | None = None
+    result: dict[str, Any] = {}  # what a kind of job keeps (a retention run: its archive)
     document: str | None = None
     created_by: str | None = None
     created_at: Stamp | None = None
@@ -705,3 +706,45 @@ class DiffOut(BaseModel):
             "totals": result.totals,
             "truncated": result.truncated,
         }
+
+
+# --- retention ----------------------------------------------------------------------------
+
+
+class RetentionPolicyIO(Schema):
+    """keep_all (the default), or drop: facts ended in system time more than
+    `facts_ended_days` ago, episodes stored more than `episodes_days` ago (either may be
+    empty: that kind is kept)."""
+
+    mode: Literal["keep_all", "drop"] = "keep_all"
+    facts_ended_days: int | None = Field(default=None, description="1 to 36500 days")
+    episodes_days: int | None = Field(default=None, description="1 to 36500 days")
+
+
+class RetentionHistoryOut(Schema):
+    id: str
+    actor: str
+    action: str
+    at: str
+    before: dict[str, Any] | None = None
+    after: dict[str, Any] | None = None
+
+
+class RetentionOut(Schema):
+    policy: RetentionPolicyIO
+    history: list[RetentionHistoryOut]
+
+
+class RetentionPreviewOut(Schema):
+    policy: RetentionPolicyIO
+    now: str
+    facts_ended_before: str | None = None
+    episodes_before: str | None = None
+    counts: dict[str, int]
+    sample: dict[str, list[dict[str, Any]]]
+
+
+class RetentionArchiveOut(Schema):
+    name: str
+    size: int
+    modified_at: datetime

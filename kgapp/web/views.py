@@ -75,12 +75,20 @@ def uploads(request: HttpRequest, slug: str) -> HttpResponse:
     return _tenant_page(request, "uploads.html")
 
 
+def retention(request: HttpRequest, slug: str) -> HttpResponse:
+    """The retention policy, its preview, runs and archives (owners; the page reads the API)."""
+    if not request.tenant_access.allows(Role.OWNER):  # type: ignore[attr-defined]
+        return error_page(request, 403, "only an owner of this tenant manages retention")
+    return _tenant_page(request, "retention.html")
+
+
 def _tenant_page(request: HttpRequest, template: str, **extra: object) -> HttpResponse:
     access = request.tenant_access  # type: ignore[attr-defined]
     context = {
         "tenant": access.tenant,
         "role": access.role.value,
         "can_edit": access.allows(Role.EDITOR),
+        "is_owner": access.allows(Role.OWNER),
         **extra,
     }
     return render(request, template, context)

@@ -93,7 +93,23 @@ def seed(side: Side, writer: Client) -> None:
         ontology = side.client.get(f"{base}/ontology").json()
         ontology["entity_types"].append({"name": "Vault", "description": f"vaults {mark}"})
         assert put_json(side.client, f"{base}/ontology", ontology).status_code == 200
+    if mark:
+        archive_of(side)
     side.ids = record_ids(side.tenant)
+
+
+def archive_of(side: Side) -> None:
+    """A retention archive of B's, holding B's marker, where B's owner could download it."""
+    from datetime import UTC, datetime
+
+    from kgapp.graph.retention.archive import archive_commit, archive_write
+    from tenants import retention
+
+    rows = {"episode": [{"id": "episode:gone", "content": f"gone {side.marker}"}]}
+    manifest = {"namespace": side.tenant.namespace, "actor": f"{side.marker}-writer"}
+    archive_commit(archive_write(retention.archive_directory(side.tenant), manifest, rows,
+                                 now=datetime.now(UTC)))
+    assert retention.archive_files(side.tenant)
 
 
 def put_json(client: Client, url: str, body: Any) -> Any:

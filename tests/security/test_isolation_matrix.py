@@ -74,6 +74,10 @@ def path_values(name: str, schema: dict[str, Any], sides: Sides) -> list[Any]:
         return [b.owner.username, b.curator.username]
     if name == "token_id":
         return [b.token.pk]
+    if name == "archive_name":  # B's retention archives (files, not records)
+        from tenants import retention
+
+        return [f.name for f in retention.archive_files(b.tenant)]
     if name in TABLE_OF:
         table = TABLE_OF[name]
         return only.get(table, [])[:3] + colliding.get(table, [])[:1]
@@ -406,7 +410,7 @@ def task_attempts(sides: Sides) -> tuple[list[Outcome], dict[str, str]]:
 
     # Periodic tasks of every tenant, and what takes no tenant at all.
     tenantless = {"ping", "rebuild_all_communities", "decay_retrieval_counts",
-                  "generate_dedup_candidates", "requeue_stale_jobs"}
+                  "generate_dedup_candidates", "requeue_stale_jobs", "apply_retention_policies"}
     outcomes, uncovered = [], {}
     only = sides.b_only_ids()
     jobs = only.get("job", [])
