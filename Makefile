@@ -21,7 +21,7 @@ lint: setup ## ruff, eslint, import-linter and mypy only
 
 bench: setup ## Run the benchmarks in bench/ and print their figures (not the load test)
 	@for script in bench/*.py; do \
-	  case "$$script" in bench/load.py|bench/locustfile.py|bench/faults.py|bench/restarts.py|bench/conftest.py) continue;; esac; \
+	  case "$$script" in bench/load.py|bench/locustfile.py|bench/faults.py|bench/restarts.py|bench/conftest.py|bench/scratch.py) continue;; esac; \
 	  echo "== $$script"; .venv/bin/python $$script || exit 1; done
 
 bench-million: setup ## Search at 1,000,000 generated facts (composed vectors; the load alone takes tens of minutes)

@@ -87,6 +87,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import bm25s  # noqa: E402
 import snowballstemmer  # noqa: E402
 
+from bench.scratch import django_setup  # noqa: E402
 from kgapp import surreal_server  # noqa: E402
 
 CONTEXT_CHARS = 8_000
@@ -204,29 +205,6 @@ def load_conversation(path: Path) -> Conversation:
 
 
 # --- the product -------------------------------------------------------------------------
-
-
-def django_setup(var: Path, server: surreal_server.RunningServer) -> None:
-    """Test settings on a scratch folder and database, tasks run in this process."""
-    for name in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "REDIS_URL"):
-        os.environ.pop(name, None)
-    os.environ.update(
-        DJANGO_SETTINGS_MODULE="kgapp.settings.test",
-        KG_VAR_DIR=str(var),
-        KG_EMBEDDER="local",
-        KG_LOG_LEVEL=os.environ.get("KG_LOG_LEVEL", "WARNING"),
-        DATABASE_URL=f"sqlite:///{var / 'bench.sqlite3'}",
-        SURREAL_URL=server.url,
-        **server.credentials.env(),
-    )
-    import django
-    from django.core.management import call_command
-
-    django.setup()
-    call_command("migrate", verbosity=0)
-    from kgapp.celery import app
-
-    app.conf.task_always_eager = True
 
 
 def staff_client(slug: str) -> Any:

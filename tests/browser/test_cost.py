@@ -17,6 +17,7 @@ from selenium.webdriver.common.by import By
 
 from tenants.models import Role
 from tests.browser.conftest import screenshot, wait_for
+from tests.llm_fixtures import works_at
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -31,16 +32,7 @@ def large_text() -> str:
     )
 
 
-def extraction(body):
-    if body["response_format"]["json_schema"]["name"] != "extract_graph":
-        return {"entities": [], "facts": []}
-    return {
-        "entities": [{"name": "Carol", "entity_type": "Person", "summary": ""},
-                     {"name": "Initech", "entity_type": "Organization", "summary": ""}],
-        "facts": [{"source": "Carol", "relation": "WORKS_AT", "target": "Initech",
-                   "fact": "Carol works at Initech.", "edge_type": "semantic",
-                   "confidence": 1.0, "valid_at": None, "invalid_at": None}],
-    }
+extraction = works_at("Carol", "Initech")
 
 
 @pytest.fixture

@@ -15,6 +15,7 @@ from kgapp.graph.ingest.chunk import CHUNK_OVERLAP, CHUNK_TOKENS
 from kgapp.graph.llm.prices import DEFAULT_PRICES
 from tenants.graph import tenant_graph
 from tenants.models import Role
+from tests.llm_fixtures import works_at
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -29,16 +30,7 @@ def long_text(paragraphs: int) -> bytes:
     ).encode()
 
 
-def extraction(body):
-    if body["response_format"]["json_schema"]["name"] != "extract_graph":
-        return {"entities": [], "facts": []}
-    return {
-        "entities": [{"name": "Carol", "entity_type": "Person", "summary": ""},
-                     {"name": "Initech", "entity_type": "Organization", "summary": ""}],
-        "facts": [{"source": "Carol", "relation": "WORKS_AT", "target": "Initech",
-                   "fact": "Carol works at Initech.", "edge_type": "semantic",
-                   "confidence": 1.0, "valid_at": None, "invalid_at": None}],
-    }
+extraction = works_at("Carol", "Initech")
 
 
 def served_tokens(text: str) -> int:

@@ -13,6 +13,7 @@ from kgapp.graph.ingest.service import episode_submit
 from kgapp.graph.records import parse_record_id
 from tenants.graph import tenant_graph
 from tenants.models import Role
+from tests.llm_fixtures import works_at
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -29,16 +30,7 @@ def running_job(tenant) -> str:
     return job["id"]
 
 
-def extraction(body: dict) -> dict:
-    if body["response_format"]["json_schema"]["name"] == "resolve_graph":
-        return {"entities": [], "facts": []}
-    return {
-        "entities": [{"name": "Alice", "entity_type": "Person", "summary": ""},
-                     {"name": "Acme Corp", "entity_type": "Organization", "summary": ""}],
-        "facts": [{"source": "Alice", "relation": "WORKS_AT", "target": "Acme Corp",
-                   "fact": "Alice works at Acme Corp.", "edge_type": "semantic",
-                   "confidence": 1.0, "valid_at": None, "invalid_at": None}],
-    }
+extraction = works_at("Alice", "Acme Corp")
 
 
 def test_a_stale_running_job_is_retried_and_a_live_one_is_not(

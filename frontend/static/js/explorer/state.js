@@ -14,7 +14,9 @@ export const state = {
   typeColours: new Map(),
   communityColours: new Map(),
   span: { start: Date.now() - 86400000, end: Date.now() }, // valid time
-  knownSpan: { start: Date.now() - 3600000, end: Date.now() }, // system time
+  // System time: from the first fact recorded (elements.js lowers the start), or from a
+  // minute ago when all are newer, so that the slider's thousand steps stay fine-grained.
+  knownSpan: { start: Date.now() - 60000, end: Date.now() },
   asOf: NEVER, // NEVER: now, following live updates
   knownAt: NEVER,
   shown: new Map(), // element id -> 'on' | 'past' | 'off'
