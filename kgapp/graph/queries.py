@@ -135,7 +135,7 @@ CREATE ONLY job CONTENT {
 JOB_GET = "SELECT * FROM ONLY $job;"
 
 JOB_LIST = """
-SELECT * FROM job WHERE $status = NONE OR status = $status
+SELECT *, document.file_name AS file_name FROM job WHERE $status = NONE OR status = $status
 ORDER BY created_at DESC LIMIT $limit START $offset;
 """
 

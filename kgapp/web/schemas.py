@@ -179,6 +179,7 @@ class JobOut(Schema):
     error: str | None = None
     result: dict[str, Any] = {}  # what a kind of job keeps (a retention run: its archive)
     document: str | None = None
+    file_name: str | None = Field(default=None, description="the document's file name (in lists)")
     created_by: str | None = None
     created_at: Stamp | None = None
     started_at: Stamp | None = None

@@ -142,6 +142,9 @@ def test_a_job_reports_its_usage_per_model_and_the_month_adds_it_up(
     (document,) = client.get(f"{base}/documents").json()
     assert document["usage"] == job["usage"]
     assert client.get(f"{base}/documents/{queued['document_id']}").json()["usage"] == job["usage"]
+    # The jobs list (the uploads page's per-file rows) names the file.
+    (listed,) = client.get(f"{base}/jobs").json()
+    assert listed["file_name"] == "staff.md" and listed["usage"] == job["usage"]
 
     months = client.get(f"{base}/usage?months=1").json()
     assert months == [{"month": month, "jobs": 1, "calls": row["calls"], "input_tokens": prompt,

@@ -49,6 +49,7 @@ function render(job) {
     });
     details.append(' ', retry);
   }
+  if (job.file_name && !names.has(id)) names.set(id, job.file_name); // live updates carry no name
   const what = names.get(id) ?? job.document ?? job.episode ?? job.kind;
   const usage = cell(usageText(job.usage));
   usage.className = 'usage';

@@ -99,8 +99,33 @@ def resolve_facts(
                 _apply_decision(ctx, draft, *decisions[index])
             if draft.duplicate_of is None:
                 ctx.counts["facts_created"] += 1
-                ctx.counts["facts_invalidated"] += len(draft.contradicts)
         work.facts = [draft for _, draft in unique]
+        _end_each_once(work.facts)
+        ctx.counts["facts_invalidated"] += sum(
+            len(d.contradicts) for d in work.facts if d.duplicate_of is None
+        )
+
+
+def _end_each_once(facts: list[FactDraft]) -> None:
+    """An existing fact contradicted by several facts of one episode is ended once, by
+    the one that starts first: it no longer held after that (two endings would leave two
+    current versions of it, with different ends)."""
+    first: dict[str, FactDraft] = {}
+    for draft in facts:
+        if draft.duplicate_of is not None:
+            continue
+        for old in draft.contradicts:
+            kept = first.get(str(old["id"]))
+            if kept is None or _starts_before(draft, kept):
+                first[str(old["id"])] = draft
+    for draft in facts:
+        draft.contradicts = [o for o in draft.contradicts if first.get(str(o["id"])) is draft]
+
+
+def _starts_before(draft: FactDraft, other: FactDraft) -> bool:
+    if draft.valid_at is None:
+        return False
+    return other.valid_at is None or draft.valid_at < other.valid_at
 
 
 def _dedupe_within_episode(facts: list[FactDraft]) -> list[tuple[int, FactDraft]]:

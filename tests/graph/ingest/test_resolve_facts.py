@@ -79,6 +79,20 @@ async def test_a_new_value_of_a_single_valued_relation_ends_the_old_fact(migrate
     ]
 
 
+async def test_two_new_values_in_one_episode_end_the_old_fact_once(migrated_store) -> None:
+    store = await migrated_store()
+    acme = await said(store, "Alice Moreau", "WORKS_AT", "Acme Corp", JAN)
+    beta, gamma = works_at("Beta Inc", JUN), works_at("Gamma Ltd", MAR)
+    ctx, work, summaries = await resolved(store, beta, gamma)
+    # The earlier of the two ends it; the later one has nothing left to end.
+    assert [f["id"] for f in gamma.contradicts] == [acme.record] and beta.contradicts == []
+    assert (ctx.counts["facts_created"], ctx.counts["facts_invalidated"]) == (2, 1)
+    await persist(ctx, work, summaries)
+    assert [row for row in await current(store) if row["target"] == "Acme Corp"] == [
+        {"target": "Acme Corp", "valid_at": "2024-01-15T00:00:00Z",
+         "invalid_at": "2024-03-10T00:00:00Z", "episodes": 1}]
+
+
 async def test_an_older_value_arriving_late_is_closed_by_the_newer_one(migrated_store) -> None:
     store = await migrated_store()
     beta = await said(store, "Alice Moreau", "WORKS_AT", "Beta Inc", MAR)
