@@ -1,6 +1,6 @@
 """The Content-Security-Policy in a real browser: the explorer (Cytoscape from npm), the
-uploads page, the admin's graph pages and the API docs work under it, and chromium
-reports no violation."""
+uploads page, the admin's graph pages, the API docs and the retention page work under it,
+and chromium reports no violation."""
 
 from __future__ import annotations
 
@@ -68,4 +68,10 @@ def test_pages_work_under_the_csp(make_tenant, member, make_user, token_client, 
     # The API docs: Swagger UI from ninja's static files lists the operations.
     browser.get(f"{web_server}/api/docs")
     wait_for(browser, "return document.querySelectorAll('.opblock').length > 10", 30)
+    assert violations(browser) == []
+
+    # The retention page (owners only) reads the policy through its module.
+    log_in(member(tenant, Role.OWNER))
+    browser.get(f"{web_server}/t/{tenant.slug}/retention")
+    wait_for(browser, "return document.getElementById('current-policy').textContent !== '…'")
     assert violations(browser) == []

@@ -66,10 +66,13 @@ def test_bootstrap_demo_is_safe_to_run_twice(runtime, settings, tmp_path, capsys
     settings.VAR_DIR = tmp_path
     call_command("bootstrap_demo", "--tenant", "demo-probe", "--username", "demo-admin")
     first = capsys.readouterr().out
-    call_command("bootstrap_demo", "--tenant", "demo-probe", "--username", "demo-admin")
+    call_command("bootstrap_demo", "--tenant", "demo-probe", "--username", "demo-admin",
+                 "--url", "http://127.0.0.1:8123/")
     second = capsys.readouterr().out
     password = (tmp_path / "demo-login.txt").read_text().splitlines()[1]
     assert password in first and password in second
+    # It says where the product answers (bin/run passes its host and port).
+    assert "http://127.0.0.1:8000/" in first and "http://127.0.0.1:8123/" in second
     assert Tenant.objects.filter(slug="demo-probe").count() == 1
     client = Client()
     assert client.login(username="demo-admin", password=password)

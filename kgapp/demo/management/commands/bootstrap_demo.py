@@ -23,8 +23,13 @@ class Command(BaseCommand):
         parser.add_argument("--username", default="admin")
         parser.add_argument("--tenant", default="demo")
         parser.add_argument("--wait", type=float, default=30, help="seconds to wait for SurrealDB")
+        parser.add_argument(
+            "--url", default="http://127.0.0.1:8000/", help="where the web server answers"
+        )
 
-    def handle(self, *args: Any, username: str, tenant: str, wait: float, **options: Any) -> None:
+    def handle(
+        self, *args: Any, username: str, tenant: str, wait: float, url: str, **options: Any
+    ) -> None:
         if not surreal_server.wait_healthy(settings.SURREAL_URL, timeout=wait):
             raise CommandError(f"SurrealDB at {settings.SURREAL_URL} did not answer in {wait:g}s")
         credentials = settings.VAR_DIR / "demo-login.txt"
@@ -51,7 +56,7 @@ class Command(BaseCommand):
             self._load(demo)
         self.stdout.write(
             self.style.SUCCESS(
-                f"\n  Open http://127.0.0.1:8000/  and log in as  {username} / {password}\n"
+                f"\n  Open {url}  and log in as  {username} / {password}\n"
                 f"  Demo tenant: /t/{demo.slug}/   API docs: /api/docs\n"
             )
         )
