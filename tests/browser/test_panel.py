@@ -60,6 +60,11 @@ def test_a_superseded_fact_is_one_row_with_its_versions_behind_it(
         "window.kgExplorer.cy.nodes().filter(n => n.data('label') === 'Rosa Diaz').emit('tap')")
     wait_for(browser, "return document.querySelector('#detail .entity-facts') !== null")
     assert sorted(rows(browser)) == [HELIOS, NOVA]
+    # The facts were added through the API: their passages read as the statements, with
+    # where they came from, not as the JSON stored for them.
+    passages = browser.find_elements(By.CSS_SELECTOR, "#detail ul.passages li")
+    assert sorted(p.find_element(By.TAG_NAME, "blockquote").text for p in passages) == [HELIOS, NOVA]
+    assert all("fact added through the API" in p.text for p in passages)
     helios = browser.find_element(
         By.XPATH, f"//div[@class='entity-facts']//li[button[text()='{HELIOS}']]")
     # Its versions open from the row: both stored versions, the current one marked.

@@ -99,6 +99,19 @@ function factRow(id, fact, versions) {
   return item;
 }
 
+// What a passage says, for a person: a JSON episode (a fact added through the API, or
+// structured data) reads as the statements it holds when it holds any, else as it is.
+function passageText(passage) {
+  if (passage.source !== 'json') return passage.content;
+  try {
+    const facts = JSON.parse(passage.content)?.facts;
+    const said = Array.isArray(facts) ? facts.map((f) => f?.fact).filter((f) => typeof f === 'string') : [];
+    return said.length ? said.join(' ') : passage.content;
+  } catch {
+    return passage.content;
+  }
+}
+
 // What the panel shows, so that moving a slider can redraw an entity's rows.
 let shownEntity = null;
 
@@ -128,8 +141,9 @@ export async function showEntity(id) {
       const list = text('ul', '', 'passages');
       for (const passage of passages) {
         const item = text('li');
-        item.append(text('span', `${fmt(ms(passage.valid_at))} · ${passage.source ?? ''}`, 'muted'),
-          text('blockquote', passage.content));
+        const where = passage.source_description || passage.source || '';
+        item.append(text('span', `${fmt(ms(passage.valid_at))} · ${where}`, 'muted'),
+          text('blockquote', passageText(passage)));
         list.append(item);
       }
       panel.append(list);
