@@ -152,6 +152,7 @@ RATE_LIMITS = {
     "login_ip": "100/15m",
     "token_create": "20/h",
     "upload": "30/m",
+    "estimate": "60/m",  # POST documents?dry_run=true: parses, stores nothing
     "query": "120/m",
     **dict(item.split("=", 1) for item in env.listing("KG_RATE_LIMITS") if "=" in item),
 }

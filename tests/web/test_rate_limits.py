@@ -130,14 +130,17 @@ def test_token_creation_is_limited_per_user(limits, make_user, token_client) -> 
 
 
 def test_uploads_are_limited(limits, make_tenant, member, token_client, eager) -> None:
-    limits(upload="2/h")
+    limits(upload="2/h", estimate="3/h")
     tenant = make_tenant()
     client = token_client(member(tenant, Role.EDITOR))
 
-    def upload(n: int):
+    def upload(n: int, query: str = ""):
         note = SimpleUploadedFile(f"note{n}.txt", f"Erin {n} joined Acme Corp in 2024.".encode())
-        return client.post(f"/api/v1/t/{tenant.slug}/documents", {"files": [note]})
+        return client.post(f"/api/v1/t/{tenant.slug}/documents{query}", {"files": [note]})
 
+    # Estimates (the uploads page asks for one before each file) have their own budget.
+    assert [upload(n, "?dry_run=true").status_code for n in range(3)] == [200, 200, 200]
+    assert_limited(upload(3, "?dry_run=true"), "Too many estimate requests", "3 per hour", within=3600)
     assert [upload(n).status_code for n in range(2)] == [202, 202]
     assert_limited(upload(3), "Too many upload requests", "2 per hour", within=3600)
     assert len(client.get(f"/api/v1/t/{tenant.slug}/documents").json()) == 2

@@ -120,8 +120,8 @@ def document_upload(
     """Upload files (.txt .md .pdf .html .json .csv, conversation exports). Every file is
     checked before any is stored: one bad file refuses the whole upload, saying which.
     `dry_run=true`: store nothing, answer 200 with what ingesting would take (chunks,
-    model calls, tokens, cost) per file and in total."""
-    ratelimits.check(request, "upload")
+    model calls, tokens, cost) per file and in total (limited apart from uploads)."""
+    ratelimits.check(request, "estimate" if dry_run else "upload")
     access = tenant_access(request.user, tenant, Role.EDITOR)
     uploads = _parsed_uploads(files)
     graph = tenant_graph(access.tenant)
