@@ -92,14 +92,16 @@ def attempt_for(op: Operation, where: str, what: Any, payload: str, sides: Sides
             path[param.name] = a.token.pk
         else:
             path[param.name] = _own_id(param.name, sides)
-    query, body = None, op.base_body()
+    # Required query parameters filled (a diff's moments), so the request reaches the
+    # handler wherever the payload goes; the payload takes its own parameter's place.
+    query, body = op.required_query() or None, op.base_body()
     kind = "json"
     if op.body_kind == "multipart":
         kind, body = "multipart", {"files": [("notes.txt", b"Alice works at Acme Corp.")]}
     if where == "path":
         path[what] = payload
     elif where == "query":
-        query = {what.path[0]: [payload] if what.is_list else payload}
+        query = {**(query or {}), what.path[0]: [payload] if what.is_list else payload}
     elif where == "body":
         body = with_value(op, body, what, payload)
     elif where == "file name":
