@@ -11,10 +11,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from surrealdb.data.types.record_id import RecordID
 
-from kgapp.graph import jobs, queries
-from kgapp.graph.embeddings import local_embedder
-from kgapp.graph.ingest.model import EpisodeInput
-from kgapp.graph.ingest.pipeline import ingest_job
+from kgapp.graph import queries
 from kgapp.graph.records import record_key
 from kgapp.graph.search.diff import (
     CSV_COLUMNS,
@@ -24,11 +21,7 @@ from kgapp.graph.search.diff import (
     diff_csv,
     graph_diff,
 )
-
-
-def at(year: int, month: int, day: int = 1) -> datetime:
-    return datetime(year, month, day, tzinfo=UTC)
-
+from tests.graph.search.conftest import at
 
 # System times at which the graph learned things (in the past, so "now" is after all).
 K1, K2, K3 = at(2025, 1, 1), at(2025, 2, 1), at(2025, 3, 1)
@@ -179,18 +172,9 @@ def test_a_request_checks_its_axis_and_limit() -> None:
         DiffRequest(from_=K1, to=K2, limit=0)
 
 
-async def test_diff_of_a_graph_built_by_the_pipeline(migrated_store) -> None:
+async def test_diff_of_a_graph_built_by_the_pipeline(alice_moves) -> None:
     """Supersession as ingestion writes it: the old fact retired and revised."""
-    store = await migrated_store()
-
-    async def run(text: str, when: datetime) -> None:
-        job = await jobs.job_create(store, kind="t")
-        await ingest_job(store, job["id"], [EpisodeInput(content=text, source="text", reference_time=when)],
-                         embedder=local_embedder(), llm=None)
-
-    await run("Alice works at Acme Corp.", at(2024, 1, 15))
-    between = datetime.now(UTC)
-    await run("Alice joined Beta Inc last month.", at(2024, 3, 10))
+    store, between = alice_moves
     now = datetime.now(UTC) + timedelta(seconds=1)
     known = await diff(store, between, now, "known")
     assert [f["target_name"] for f in known.added] == ["Beta Inc"]

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
 import pytest
 
 from kgapp.graph import jobs
@@ -16,25 +14,13 @@ from kgapp.graph.search.hybrid import search
 from kgapp.graph.search.model import SearchRequest
 from kgapp.graph.search.reads import entity_facts
 from kgapp.graph.time import Moment
-
-
-def at(year: int, month: int, day: int = 1) -> datetime:
-    return datetime(year, month, day, tzinfo=UTC)
+from tests.graph.search.conftest import at
 
 
 @pytest.fixture
-async def alice(migrated_store):
+async def alice(alice_moves):
     """Alice at Acme (Jan 2024), then at Beta (from Feb 2024); the moment between."""
-    store = await migrated_store()
-
-    async def run(text: str, when: datetime) -> None:
-        job = await jobs.job_create(store, kind="t")
-        await ingest_job(store, job["id"], [EpisodeInput(content=text, source="text", reference_time=when)],
-                         embedder=local_embedder(), llm=None)
-
-    await run("Alice works at Acme Corp.", at(2024, 1, 15))
-    between = datetime.now(UTC)
-    await run("Alice joined Beta Inc last month.", at(2024, 3, 10))
+    store, between = alice_moves
     entity = (await store.query_one("SELECT VALUE id FROM entity WHERE name = 'Alice'"))[0]
     return store, entity, between
 
