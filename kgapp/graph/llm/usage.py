@@ -28,19 +28,25 @@ class LLMUsage:
     """Counters of one job, mutated by every client that shares this object; `prices`
     gives each model's cost (the defaults unless the settings say otherwise)."""
 
-    calls: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
     cache_hits: int = 0
     retries: int = 0
     models: dict[str, ModelUsage] = field(default_factory=dict)
     prices: PriceTable = field(default_factory=lambda: DEFAULT_PRICES, repr=False)
 
+    @property
+    def calls(self) -> int:
+        return sum(tally.calls for tally in self.models.values())
+
+    @property
+    def prompt_tokens(self) -> int:
+        return sum(tally.input_tokens for tally in self.models.values())
+
+    @property
+    def completion_tokens(self) -> int:
+        return sum(tally.output_tokens for tally in self.models.values())
+
     def record(self, model: str, input_tokens: int, output_tokens: int = 0) -> None:
         """One answered request to `model` and the tokens its response reported."""
-        self.calls += 1
-        self.prompt_tokens += input_tokens
-        self.completion_tokens += output_tokens
         tally = self.models.setdefault(model, ModelUsage())
         tally.calls += 1
         tally.input_tokens += input_tokens
