@@ -1,8 +1,8 @@
 .DEFAULT_GOAL := help
-.PHONY: help setup run test lint bench bench-million load faults restarts fuzz injection clean
+.PHONY: help setup run test lint bench bench-compare bench-million load faults restarts fuzz injection clean
 
 help: ## Show the targets
-	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-6s %s\n", $$1, $$2}'
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-13s %s\n", $$1, $$2}'
 
 setup: ## Install Python (.venv) and npm (node_modules) packages
 	bin/setup
@@ -23,6 +23,10 @@ bench: setup ## Run the benchmarks in bench/ and print their figures (not the lo
 	@for script in bench/*.py; do \
 	  case "$$script" in bench/load.py|bench/locustfile.py|bench/faults.py|bench/restarts.py|bench/conftest.py|bench/scratch.py) continue;; esac; \
 	  echo "== $$script"; .venv/bin/python $$script || exit 1; done
+
+bench-compare: setup ## kgapp vs Graphiti vs LightRAG, same corpus and model: writes docs/benchmarks.md
+	bench/compare/setup
+	var/compare/venv/bin/python -m bench.compare $(COMPARE_ARGS)
 
 bench-million: setup ## Search at 1,000,000 generated facts (composed vectors; the load alone takes tens of minutes)
 	.venv/bin/python bench/search.py --facts 1000000 --runs 30 --composed-vectors
