@@ -21,6 +21,7 @@ gold entities it joined. `python bench/compare/corpus.py` prints a summary.
 from __future__ import annotations
 
 import random
+import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -29,6 +30,25 @@ from functools import cached_property
 # Single-valued relations: a newer fact about the same subject ends the older one.
 FUNCTIONAL = {"WORKS_AT", "LIVES_IN", "HEADQUARTERED_IN", "USES", "HAS_TITLE"}
 START = datetime(2019, 1, 7, tzinfo=UTC)
+QUESTION_WORDS = frozenset(
+    {
+        "what",
+        "where",
+        "which",
+        "who",
+        "when",
+        "how",
+        "does",
+        "did",
+        "was",
+        "were",
+        "the",
+        "and",
+        "for",
+        "with",
+        "there",
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -141,6 +161,19 @@ class Corpus:
     def episode_in(self, prompt: str) -> list[Episode]:
         """The episodes whose text `prompt` carries, in arrival order."""
         return [e for e in self.episodes if e.text in prompt]
+
+    def keywords(self, question: str) -> tuple[list[str], list[str]]:
+        """A perfect keyword extraction, the same for every system that asks for one:
+        (high level: the question's other content words, low level: the gold names it
+        holds, longest first, so "Apex Health Europe" is not also read as "Apex Health")."""
+        low: list[str] = []
+        rest = question
+        for surface in sorted(self.entity_of_surface, key=len, reverse=True):
+            if re.search(r"(?<!\w)" + re.escape(surface) + r"(?!\w)", rest):
+                low.append(surface)
+                rest = rest.replace(surface, " ")
+        high = [w for w in re.findall(r"[A-Za-z]{3,}", rest) if w.lower() not in QUESTION_WORDS]
+        return high, low
 
     def ended_facts(self) -> list[Fact]:
         return [f for f in self.facts.values() if f.valid_to is not None]

@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import logging
 import os
 import resource
 import statistics
@@ -40,6 +41,13 @@ from bench.compare.systems.base import System, Unsupported  # noqa: E402
 
 CONTEXT_CHARS = 8_000
 TOP_K = 5
+
+
+def quiet() -> None:
+    """The peers log every HTTP request and storage step at INFO: keep warnings only."""
+    logging.basicConfig(level=logging.WARNING)
+    for name in ("httpx", "httpx2", "nano-vectordb", "lightrag", "graphiti_core", "neo4j"):
+        logging.getLogger(name).setLevel(logging.WARNING)
 
 
 def system_named(name: str) -> type[System]:
@@ -140,6 +148,7 @@ def peak_rss_mb(system: System) -> float:
 
 async def measure(args: argparse.Namespace) -> dict[str, Any]:
     kind = system_named(args.system)
+    quiet()
     if args.mode == "locomo":
         from bench.compare import locomo
 

@@ -35,6 +35,7 @@ ROOT = Path(__file__).resolve().parents[3]
 _CURRENT = re.compile(
     re.escape(extract.EPISODE_OPEN) + r"\n(.*?)\n" + re.escape(extract.EPISODE_CLOSE), re.S
 )
+_QUESTION = re.compile(r"<question>\n(.*)\n</question>", re.S)
 _UPDATE = re.compile(r"<graph_update>\n(.*)\n</graph_update>", re.S)
 TYPES = {"Title": "Concept"}  # the corpus's job titles: the default ontology's nearest type
 
@@ -56,7 +57,9 @@ class KgappSystem(System):
             if task == resolve.TASK:
                 return task, _resolution(corpus, user)
             if task == query.KEYWORDS_TASK:
-                return task, keywords(corpus, user)
+                asked = _QUESTION.search(user)
+                high, low = corpus.keywords(asked.group(1) if asked else user)
+                return task, {"high_level": high, "low_level": low}
             return None
 
         return answer
@@ -204,20 +207,3 @@ def _resolution(corpus: Corpus, user: str) -> dict[str, Any]:
                 contradicts.append(existing["index"])
         facts.append({"index": item["index"], "duplicate_of": same, "contradicts": contradicts})
     return {"entities": entities, "facts": facts}
-
-
-def keywords(corpus: Corpus, question: str) -> dict[str, list[str]]:
-    """A perfect keyword extraction: the names the question holds (longest first, so
-    "Apex Health Europe" is not also read as "Apex Health"), and its other content words."""
-    low: list[str] = []
-    rest = question
-    for surface in sorted(corpus.entity_of_surface, key=len, reverse=True):
-        if re.search(r"(?<!\w)" + re.escape(surface) + r"(?!\w)", rest):
-            low.append(surface)
-            rest = rest.replace(surface, " ")
-    high = [
-        w
-        for w in re.findall(r"[A-Za-z]{4,}", rest)
-        if w.lower() not in {"what", "where", "which", "does", "there", "with"}
-    ]
-    return {"high_level": high, "low_level": low}
