@@ -162,6 +162,21 @@ class Corpus:
         """The episodes whose text `prompt` carries, in arrival order."""
         return [e for e in self.episodes if e.text in prompt]
 
+    def description(self, episode: Episode, entity: str) -> str:
+        """What a perfect model writes about `entity` from `episode`, the same for every
+        system that asks: the episode's gold sentences about it, else the sentence of
+        the episode that names it."""
+        stated = [
+            self.facts[f].text
+            for f in episode.facts
+            if entity in (self.facts[f].subject, self.facts[f].object)
+        ]
+        if stated:
+            return " ".join(stated)
+        surface = episode.surface_of(entity)
+        sentences = re.split(r"(?<=[.!?])\s+|\n", episode.text)
+        return next((s for s in sentences if surface in s), surface)
+
     def keywords(self, question: str) -> tuple[list[str], list[str]]:
         """A perfect keyword extraction, the same for every system that asks for one:
         (high level: the question's other content words, low level: the gold names it

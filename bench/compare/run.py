@@ -46,7 +46,7 @@ TOP_K = 5
 def quiet() -> None:
     """The peers log every HTTP request and storage step at INFO: keep warnings only."""
     logging.basicConfig(level=logging.WARNING)
-    for name in ("httpx", "httpx2", "nano-vectordb", "lightrag", "graphiti_core", "neo4j"):
+    for name in ("httpx", "httpx2", "nano-vectordb", "lightrag", "graphiti_core", "neo4j", "bm25s"):
         logging.getLogger(name).setLevel(logging.WARNING)
 
 

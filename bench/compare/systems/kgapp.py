@@ -157,10 +157,14 @@ def _extraction(corpus: Corpus, user: str) -> dict[str, Any]:
     episode = episodes[-1]
     seen: dict[str, str] = {}
     for mention in episode.mentions:
-        seen.setdefault(mention.surface, corpus.entities[mention.entity].type)
+        seen.setdefault(mention.surface, mention.entity)
     entities = [
-        {"name": name, "entity_type": TYPES.get(kind, kind), "summary": episode.text}
-        for name, kind in seen.items()
+        {
+            "name": name,
+            "entity_type": TYPES.get(corpus.entities[key].type, corpus.entities[key].type),
+            "summary": corpus.description(episode, key),
+        }
+        for name, key in seen.items()
     ]
     facts = []
     for fid in episode.facts:

@@ -146,7 +146,8 @@ def _extraction(corpus: Corpus, user: str) -> str:
             continue
         named.add(mention.surface)
         kind = corpus.entities[mention.entity].type
-        rows.append(TUPLE.join(["entity", mention.surface, TYPES.get(kind, kind), episode.text]))
+        about = corpus.description(episode, mention.entity)
+        rows.append(TUPLE.join(["entity", mention.surface, TYPES.get(kind, kind), about]))
     for fid in episode.facts:
         fact = corpus.facts[fid]
         keywords = fact.relation.lower().replace("_", " ")
