@@ -271,7 +271,7 @@ def plot(results: Results, path: Path) -> None:
         ("Ended facts still current (%)", lambda r: _share(r, "wrongly_current", "ended")),
         ("Duplicates left + wrong merges", lambda r: _flaws(r)),
         (
-            "Gold fact in top 5 (%)",
+            "Gold fact in top 5, current questions (%)",
             lambda r: _percent(_get(r, "quality", "search", "top5_current")),
         ),
     ]
@@ -287,7 +287,7 @@ def plot(results: Results, path: Path) -> None:
         )
         for bar, shown in zip(bars, values, strict=True):
             axis.annotate(
-                "n/a" if shown is None else f"{shown:,.1f}".rstrip("0").rstrip("."),
+                _label(shown),
                 (bar.get_x() + bar.get_width() / 2, bar.get_height()),
                 ha="center",
                 va="bottom",
@@ -299,6 +299,12 @@ def plot(results: Results, path: Path) -> None:
     figure.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(path, dpi=90)
+
+
+def _label(value: float | None) -> str:
+    if value is None:
+        return "n/a"
+    return f"{value:,.0f}" if abs(value) >= 10 or value == 0 else f"{value:.1f}"
 
 
 def _share(run: dict[str, Any], part: str, whole: str) -> float | None:

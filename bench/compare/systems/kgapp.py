@@ -19,6 +19,7 @@ from bench.compare.systems.base import System, SystemEntity, SystemFact
 from kgapp import surreal_server
 from kgapp.graph import jobs, schema
 from kgapp.graph.curation.export import export_graph
+from kgapp.graph.index.cache import tenant_index
 from kgapp.graph.ingest.model import EpisodeInput
 from kgapp.graph.ingest.pipeline import ingest_job
 from kgapp.graph.llm.client import LLMClient
@@ -105,6 +106,9 @@ class KgappSystem(System):
         )
         if report.failures:
             raise RuntimeError(f"{episode.id} failed: {report.failures}")
+        # Searchable now: the search index takes up the episode's facts (in the product
+        # the indexer process does this beside the worker; here nothing else would).
+        await tenant_index(self.store)
 
     async def entities(self) -> list[SystemEntity]:
         graph = await export_graph(self.store)
