@@ -27,11 +27,6 @@ from bench.compare import locomo
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "var" / "compare" / "results"
 SYSTEMS = ("kgapp", "graphiti", "lightrag")
-LABELS = {
-    "kgapp": "kgapp (this product)",
-    "graphiti": "Graphiti 0.31.2 (Kuzu)",
-    "lightrag": "LightRAG 1.5.7",
-}
 
 
 def run(system: str, mode: str, *extra: str) -> dict[str, Any]:

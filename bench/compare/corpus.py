@@ -123,24 +123,31 @@ class Corpus:
     def episode_by_id(self) -> dict[str, Episode]:
         return {e.id: e for e in self.episodes}
 
+    @cached_property
+    def entity_of_folded(self) -> dict[str, str]:
+        return {k.casefold(): v for k, v in self.entity_of_surface.items()}
+
     def entity_of(self, name: str) -> str | None:
         """The gold entity a surface name stands for (exact, then ignoring case)."""
-        found = self.entity_of_surface.get(name.strip())
-        if found is None:
-            folded = {k.casefold(): v for k, v in self.entity_of_surface.items()}
-            found = folded.get(name.strip().casefold())
-        return found
+        name = name.strip()
+        return self.entity_of_surface.get(name) or self.entity_of_folded.get(name.casefold())
 
     def same_entity(self, a: str, b: str) -> bool:
         one, other = self.entity_of(a), self.entity_of(b)
         return one is not None and one == other
 
-    def fact_in(self, text: str) -> Fact | None:
-        """The gold fact whose sentence `text` is, or holds (merged descriptions)."""
+    def facts_in(self, text: str) -> list[Fact]:
+        """The gold facts a stored text holds: one sentence, or a merged description of
+        several (LightRAG joins them)."""
         exact = self.fact_of_text.get(text.strip())
         if exact is not None:
-            return exact
-        return next((f for t, f in self.fact_of_text.items() if t in text), None)
+            return [exact]
+        return [f for t, f in self.fact_of_text.items() if t in text]
+
+    def fact_in(self, text: str) -> Fact | None:
+        """The gold fact whose sentence `text` is, or the first it holds."""
+        found = self.facts_in(text)
+        return found[0] if found else None
 
     def conflict(self, a: Fact, b: Fact) -> bool:
         """Whether two facts cannot both hold at once: the same subject and single-valued

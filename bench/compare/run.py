@@ -38,6 +38,7 @@ from bench.compare import corpus as gold  # noqa: E402
 from bench.compare import score  # noqa: E402
 from bench.compare.model import BenchModel, Embeddings, busy_seconds  # noqa: E402
 from bench.compare.systems.base import System, Unsupported  # noqa: E402
+from bench.extraction import quantile  # noqa: E402
 
 CONTEXT_CHARS = 8_000
 TOP_K = 5
@@ -93,9 +94,9 @@ async def ingest_all(
         "failed": failed,
         "wall_s": sum(walls),
         "wall_ms_median": statistics.median(walls) * 1000,
-        "wall_ms_p95": score.percentile(walls, 0.95) * 1000,
+        "wall_ms_p95": quantile(walls, 0.95) * 1000,
         "own_ms_median": statistics.median(own) * 1000,
-        "own_ms_p95": score.percentile(own, 0.95) * 1000,
+        "own_ms_p95": quantile(own, 0.95) * 1000,
         "calls_per_episode": sum(calls) / count,
         "input_tokens_per_episode": sum(inputs) / count,
         "output_tokens_per_episode": sum(outputs) / count,
@@ -131,8 +132,8 @@ async def questions(system: System, corpus: gold.Corpus) -> dict[str, Any]:
         "top5_point_in_time_without_moment": share["point_in_time_plain"],
         "point_in_time_unsupported": unsupported or None,
         "questions": {k: len(v) for k, v in hits.items()},
-        "search_ms_p50": score.percentile(latencies, 0.5) * 1000,
-        "search_ms_p95": score.percentile(latencies, 0.95) * 1000,
+        "search_ms_p50": quantile(latencies, 0.5) * 1000,
+        "search_ms_p95": quantile(latencies, 0.95) * 1000,
     }
 
 

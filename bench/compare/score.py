@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from bench.compare.corpus import Corpus, Episode, Fact
+from bench.compare.corpus import Corpus, Episode
 from bench.compare.systems.base import SystemEntity, SystemFact
 
 
@@ -43,15 +43,6 @@ class EntityScore:
             "not_gold": self.not_gold,
             "missing": self.missing,
         }
-
-
-def gold_facts_in(corpus: Corpus, text: str) -> list[Fact]:
-    """The gold facts a stored text holds: one sentence, or a merged description of
-    several (LightRAG joins them)."""
-    exact = corpus.fact_of_text.get(text.strip())
-    if exact is not None:
-        return [exact]
-    return [f for t, f in corpus.fact_of_text.items() if t in text]
 
 
 def entities(
@@ -81,7 +72,7 @@ def entities(
             score.duplicates_left += count - 1
     for fact in facts:
         ends = {corpus.entity_of(fact.source), corpus.entity_of(fact.target)} - {None}
-        for gold in gold_facts_in(corpus, fact.text):
+        for gold in corpus.facts_in(fact.text):
             expected = {gold.subject, gold.object}
             for wrong in ends - expected:
                 # The endpoint stands for `wrong` where the sentence names one of `expected`.
@@ -96,7 +87,7 @@ def currency(corpus: Corpus, episodes: list[Episode], facts: list[SystemFact]) -
     current: set[str] = set()
     stored: set[str] = set()
     for fact in facts:
-        for gold in gold_facts_in(corpus, fact.text):
+        for gold in corpus.facts_in(fact.text):
             stored.add(gold.id)
             if fact.current:
                 current.add(gold.id)
@@ -112,8 +103,3 @@ def currency(corpus: Corpus, episodes: list[Episode], facts: list[SystemFact]) -
         "holding": len(holding),
         "holding_current": len(holding & current),
     }
-
-
-def percentile(values: list[float], share: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(share * (len(ordered) - 1) + 0.5))] if ordered else 0.0
