@@ -307,7 +307,16 @@ ALIAS_WRITE = """
 IF record::exists($id) {} ELSE { CREATE $id CONTENT {name: $name, entity_type: $type, entity: $entity} RETURN NONE };
 """
 
-MENTION = "RELATE $episode->mentions->$entity RETURN NONE;"
+# A mention keeps the name as spelled, the summary and the time its episode gave
+# (schema/0016_lifecycle.surql): what the entity loses when that episode goes.
+MENTION = """
+RELATE $episode->mentions->$entity SET name = $name, summary = $summary, seen_at = $seen
+    RETURN NONE;
+"""
+
+MESSAGE_KEYS_SET = """
+FOR $key IN $keys { UPSERT type::record('message_key', $key) SET episode = $episode RETURN NONE; };
+"""
 
 FACT_CREATE = "INSERT RELATION INTO relates_to $row RETURN NONE;"
 
@@ -368,8 +377,35 @@ DOCUMENT_BY_HASH = (
 
 DOCUMENT_CREATE = """
 CREATE ONLY $id CONTENT $data RETURN NONE;
+UPDATE ONLY $id SET versions = [{version: 1, content_hash: $version.content_hash,
+    file_name: $version.file_name, size: $version.size, uploaded_by: $version.uploaded_by,
+    uploaded_at: created_at}] RETURN NONE;
 SELECT * OMIT text, messages, raw FROM ONLY $id;
 """
+
+# The document of that name and kind, if any: a new upload of it is its next version.
+DOCUMENT_BY_NAME = """
+(SELECT id, created_at FROM document WHERE file_name = $name AND kind IN $kinds
+    ORDER BY created_at LIMIT 1).id;
+"""
+
+# A document's next version, unless its job is still running (then nothing): its content
+# replaced, its version history one longer.
+DOCUMENT_NEW_VERSION = """
+LET $done = (SELECT VALUE id FROM $id WHERE status IN ['completed', 'failed']);
+IF array::len($done) > 0 {
+    UPDATE $id SET versions += {version: version + 1, content_hash: $version.content_hash,
+        file_name: $version.file_name, size: $version.size, uploaded_by: $version.uploaded_by,
+        uploaded_at: time::now()} RETURN NONE;
+    UPDATE $id MERGE $data RETURN NONE;
+    UPDATE $id SET version += 1, updated_at = time::now(), error = NONE RETURN NONE;
+};
+SELECT * OMIT text, messages, raw FROM $id WHERE array::len($done) > 0;
+"""
+
+# What the versions brought (the last one's summary written once its job is done).
+DOCUMENT_VERSIONS = "SELECT VALUE versions FROM ONLY $id;"
+DOCUMENT_VERSIONS_SET = "UPDATE ONLY $id SET versions = $versions RETURN NONE;"
 
 # A document shows what its job's model calls used.
 DOCUMENT_GET = "SELECT *, job.usage ?? [] AS usage OMIT text, messages, raw FROM ONLY $id;"
@@ -399,7 +435,36 @@ WHERE ($saga = NONE OR saga = $saga) AND ($document = NONE OR document = $docume
 ORDER BY valid_at DESC, chunk_index LIMIT $limit START $offset;
 """
 
-EPISODES_OF_DOCUMENT = "SELECT VALUE id FROM episode WHERE document = $document;"
+# The episodes a document's current version holds (schema/0016_lifecycle.surql).
+EPISODES_OF_DOCUMENT = "SELECT VALUE id FROM episode WHERE documents CONTAINS $document;"
+
+# What a document's previous version held (kgapp/graph/ingest/versions.py), and the
+# episodes that hold given conversation messages.
+DOCUMENT_EPISODES_HELD = """
+SELECT id, content_hash, chunk_index FROM episode WHERE documents CONTAINS $document;
+"""
+MESSAGE_EPISODES = """
+LET $holders = array::distinct((SELECT VALUE episode FROM $ids WHERE id != NONE));
+SELECT id, message_keys FROM $holders WHERE id != NONE;
+"""
+
+DOCUMENT_CLAIMS = "SELECT id, documents FROM episode WHERE documents CONTAINS $document;"
+
+# A document lets go of episodes: each shows another document that holds it, if any;
+# the ids of those no document holds any more.
+CLAIMS_WITHDRAW = """
+UPDATE episode SET documents = array::complement(documents, [$document]) WHERE id IN $episodes
+    RETURN NONE;
+UPDATE episode SET document = documents[0] WHERE id IN $episodes AND document = $document
+    AND array::len(documents) > 0 RETURN NONE;
+SELECT VALUE id FROM episode WHERE id IN $episodes AND array::len(documents) = 0;
+"""
+
+# Episodes a document's new version keeps from another upload or its earlier version.
+CLAIMS_ADD = """
+UPDATE episode SET documents = array::union(documents, [$document]) WHERE id IN $episodes
+    RETURN NONE;
+"""
 
 FACT_GET = "SELECT * OMIT fact_embedding FROM ONLY $id;"
 
@@ -407,34 +472,65 @@ FACTS_OF_EPISODE = "SELECT * OMIT fact_embedding FROM relates_to WHERE episodes 
 
 # Removing episodes, and what only they supported. A fact whose every episode goes is
 # deleted; a revision it caused is undone (the fact it ended is current again); an
-# entity left with no mention and no fact is deleted with its aliases.
-EPISODES_REMOVE = """
+# entity left with no mention and no fact is deleted with its aliases and the records
+# merged into it. Who is left alone is decided before anything is deleted: inside one
+# transaction 3.0.2's index scans miss rows that the transaction's own DELETEs left
+# (an entity still mentioned elsewhere looked unmentioned, and went); and a count over
+# $parent inside this chain of LETs came out 0 for entities still mentioned: what still
+# holds the candidates is read as flat selections instead.
+# `withdrawn`: what the gone episodes said of the entities that stay (their mentions),
+# for lifecycle.entities_recompute.
+_REMOVAL_PLAN = """
 LET $gone = $episodes;
 LET $orphans = (SELECT VALUE id FROM relates_to
     WHERE episodes ANYINSIDE $gone AND array::len(array::complement(episodes, $gone)) = 0);
 LET $revisions = (SELECT VALUE id FROM relates_to WHERE superseded_by IN $orphans AND revision_of != NONE);
 LET $restored = (SELECT VALUE revision_of FROM relates_to WHERE id IN $revisions);
-LET $ends = array::distinct(array::flatten((SELECT VALUE [in, out] FROM relates_to WHERE id IN $orphans)));
+LET $dropped = array::concat($orphans, $revisions);
+LET $ends = array::distinct(array::flatten((SELECT VALUE [in, out] FROM relates_to WHERE id IN $dropped)));
+LET $withdrawn = (SELECT out AS entity, name, summary FROM mentions WHERE in IN $gone);
+LET $mentioned = array::distinct($withdrawn.entity);
+LET $candidates = array::union($mentioned, $ends);
+LET $still_mentioned = (SELECT VALUE out FROM mentions WHERE out IN $candidates AND in NOTINSIDE $gone);
+LET $still_joined = (SELECT VALUE [in, out] FROM relates_to
+    WHERE (in IN $candidates OR out IN $candidates) AND id NOTINSIDE $dropped);
+LET $lonely = array::complement($candidates,
+    array::union(array::distinct($still_mentioned), array::distinct(array::flatten($still_joined))));
+LET $followers = (SELECT VALUE id FROM entity WHERE merged_into IN $lonely);
+"""
+EPISODES_REMOVE = _REMOVAL_PLAN + """
 UPDATE relates_to SET expired_at = NONE, superseded_by = NONE WHERE id IN $restored;
-DELETE relates_to WHERE id IN $revisions OR id IN $orphans;
-DELETE retrieval WHERE fact IN $revisions OR fact IN $orphans;
+DELETE relates_to WHERE id IN $dropped;
+DELETE retrieval WHERE fact IN $dropped;
 UPDATE relates_to SET superseded_by = NONE WHERE superseded_by IN $orphans;
-UPDATE relates_to SET supersedes = NONE WHERE supersedes IN $orphans OR supersedes IN $revisions;
+UPDATE relates_to SET supersedes = NONE WHERE supersedes IN $dropped;
 UPDATE relates_to SET episodes = array::complement(episodes, $gone) WHERE episodes ANYINSIDE $gone;
-LET $mentioned = (SELECT VALUE out FROM mentions WHERE in IN $gone);
 DELETE mentions WHERE in IN $gone;
 DELETE has_episode WHERE out IN $gone;
 DELETE occurred_after WHERE in IN $gone OR out IN $gone;
 DELETE episode_units WHERE episode IN $gone;
+DELETE message_key WHERE episode IN $gone;
 DELETE episode WHERE id IN $gone;
-LET $lonely = (SELECT VALUE id FROM entity WHERE id IN $mentioned
-    AND count(SELECT VALUE id FROM mentions WHERE out = $parent.id) = 0
-    AND count(SELECT VALUE id FROM relates_to WHERE in = $parent.id OR out = $parent.id) = 0);
-DELETE alias WHERE entity IN $lonely;
-DELETE dedup_candidate WHERE a IN $lonely OR b IN $lonely;
-DELETE entity WHERE id IN $lonely;
+LET $entities_gone = array::union($lonely, $followers);
+DELETE alias WHERE entity IN $entities_gone;
+DELETE dedup_candidate WHERE a IN $entities_gone OR b IN $entities_gone;
+DELETE has_member WHERE out IN $entities_gone;
+DELETE entity WHERE id IN $entities_gone;
 RETURN {endpoints: $ends, facts_deleted: array::len($orphans), facts_restored: array::len($restored),
-        entities_deleted: array::len($lonely), episodes_deleted: array::len($gone)};
+        restored: $restored, entities_deleted: array::len($lonely), episodes_deleted: array::len($gone),
+        withdrawn: (SELECT * FROM $withdrawn WHERE entity NOTINSIDE $entities_gone)};
+"""
+
+# What removing `$episodes` would take away, and what would stay (nothing is written).
+EPISODES_REMOVAL_PREVIEW = _REMOVAL_PLAN + """
+LET $kept = array::complement($candidates, $lonely);
+RETURN {episodes_deleted: array::len($gone), facts_deleted: array::len($orphans),
+        facts_restored: array::len($restored), entities_deleted: array::len($lonely),
+        entities_kept: array::len($kept),
+        facts_kept: count(SELECT VALUE id FROM relates_to WHERE episodes ANYINSIDE $gone
+            AND id NOTINSIDE $orphans AND expired_at = NONE),
+        entity_names_deleted: (SELECT VALUE name FROM $lonely LIMIT 20),
+        entity_names_kept: (SELECT VALUE name FROM $kept LIMIT 20)};
 """
 
 # Separately from EPISODES_REMOVE: inside that transaction, 3.0.2's index scans do not
@@ -453,6 +549,26 @@ FOR $endpoint IN $ids {
 """
 
 DOCUMENT_REMOVE = "DELETE job WHERE document = $document; DELETE $document;"
+
+# Entities that lost mentions, with what their remaining mentions say, their aliases and
+# the records merged into them; and which of those records an automatic merge made.
+ENTITIES_SUPPORT = """
+SELECT id, name, entity_type, summary, first_seen_at, last_seen_at,
+    (SELECT id, name, summary, seen_at, created_at FROM mentions WITH INDEX mentions_out
+        WHERE out = $parent.id) AS mentions,
+    (SELECT id, name FROM alias WITH INDEX alias_entity WHERE entity = $parent.id) AS aliases,
+    (SELECT id, canonical_name FROM entity WITH INDEX entity_merged_into
+        WHERE merged_into = $parent.id) AS followers
+FROM $ids WHERE id != NONE;
+SELECT VALUE after.merged FROM audit WITH INDEX audit_action
+    WHERE action = 'auto_merge' AND after.survivor IN $ids AND undone_by = NONE;
+"""
+ENTITY_SUPPORT_SET = "UPDATE $id MERGE $changes RETURN NONE;"
+SUPPORT_RECORDS_DELETE = """
+DELETE alias WHERE id IN $aliases;
+DELETE dedup_candidate WHERE a IN $entities OR b IN $entities;
+DELETE entity WHERE id IN $entities;
+"""
 
 FACTS_WITHOUT_EMBEDDING = """
 SELECT id, fact FROM relates_to WHERE fact_embedding = NONE AND expired_at = NONE LIMIT $limit;

@@ -281,6 +281,22 @@ class DocumentQueuedOut(Schema):
     document_id: str
     job_id: str | None = Field(description="null when the same file was already uploaded")
     duplicate: bool = False
+    version: int = Field(default=1, description="2 and up: a new version of a document")
+
+
+class RemovalPreviewOut(Schema):
+    """What deleting a document would remove, and what stays because another document,
+    an API call or a curator still holds it (nothing is changed)."""
+
+    episodes_deleted: int
+    episodes_kept: int
+    facts_deleted: int
+    facts_kept: int
+    facts_restored: int
+    entities_deleted: int
+    entities_kept: int
+    entity_names_deleted: list[str] = Field(description="up to 20 of them")
+    entity_names_kept: list[str] = Field(description="up to 20 of them")
 
 
 class EntityRefIn(Schema):
@@ -500,6 +516,16 @@ class EpisodeOut(RecordOut):
     saga: str | None = None
 
 
+class DocumentVersionOut(Schema):
+    version: int
+    content_hash: str
+    file_name: str
+    size: int
+    uploaded_by: str | None = None
+    uploaded_at: Stamp
+    summary: str | None = Field(default=None, description="what the version changed")
+
+
 class DocumentOut(RecordOut):
     file_name: str
     title: str | None = None
@@ -515,6 +541,8 @@ class DocumentOut(RecordOut):
     created_at: Stamp
     updated_at: Stamp | None = None
     usage: list[UsageRowOut] = []
+    version: int = 1
+    versions: list[DocumentVersionOut] = []
 
 
 class RemovedOut(GraphRecord):
@@ -522,9 +550,11 @@ class RemovedOut(GraphRecord):
     the facts it brought back (ones the deleted episodes had superseded)."""
 
     episodes_deleted: int = 0
+    episodes_kept: int = 0
     facts_deleted: int = 0
     facts_restored: int = 0
     entities_deleted: int = 0
+    entities_changed: int = 0
 
 
 class CommunityOut(RecordOut):

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
-from collections.abc import Iterable
+from collections import Counter
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -66,6 +68,25 @@ def format_messages(messages: Iterable[Message]) -> str:
         lines.append(f"{message.speaker}: {first}")
         lines.extend(f"  {line}" for line in rest if line.strip())
     return "\n".join(lines)
+
+
+def message_keys(messages: Sequence[Message]) -> tuple[str, ...]:
+    """One key per message, from its content: speaker, time, text, the message before it,
+    and how often that same combination came before in `messages`. An export that grows
+    gives its earlier messages the same keys again, whatever the file is called; "ok"
+    after two different messages is two messages."""
+    keys = []
+    seen: Counter[str] = Counter()
+    previous = ""
+    for message in messages:
+        stamp = message.timestamp.isoformat() if message.timestamp else ""
+        text = " ".join(message.text.split())
+        basis = "\x1f".join((message.speaker.strip(), stamp, text, previous))
+        seen[basis] += 1
+        digest = hashlib.sha256(f"{basis}\x1f{seen[basis]}".encode()).hexdigest()
+        keys.append("m" + digest[:32])
+        previous = f"{message.speaker.strip()}\x1f{text}"
+    return tuple(keys)
 
 
 def _speaker_of(line: str) -> tuple[str | None, str]:

@@ -13,7 +13,7 @@ from surrealdb.data.types.record_id import RecordID
 
 from kgapp.graph import queries
 from kgapp.graph.chunking import chunk_text, group_messages
-from kgapp.graph.documents.messages import Message, format_messages
+from kgapp.graph.documents.messages import Message, format_messages, message_keys
 from kgapp.graph.documents.pdf import PdfLimits, pdf_text
 from kgapp.graph.errors import NotFound
 from kgapp.graph.ingest.model import EpisodeInput
@@ -60,20 +60,29 @@ def chunk(document: RecordID, row: dict[str, Any]) -> list[EpisodeInput]:
     ]
 
 
-def _conversation_episodes(document: RecordID, row: dict[str, Any]) -> list[EpisodeInput]:
-    """One episode per window of messages; its time is its first message's, else the
-    document's."""
+def conversation_messages(row: dict[str, Any]) -> list[tuple[Message, str]]:
+    """The messages of a conversation document, each with its key (`message_keys`)."""
     messages = [
         Message(m["speaker"], m["text"], parse_when(m.get("timestamp")))
         for m in row.get("messages") or []
     ]
+    return list(zip(messages, message_keys(messages), strict=True))
+
+
+def conversation_episodes(
+    document: RecordID, row: dict[str, Any], keyed: list[tuple[Message, str]], start: int = 0
+) -> list[EpisodeInput]:
+    """One episode per window of `keyed` messages, numbered from `start`; its time is its
+    first message's, else the document's."""
+    keys = dict((id(m), k) for m, k in keyed)
     episodes = []
-    for index, group in enumerate(group_messages(messages)):
+    for index, group in enumerate(group_messages([m for m, _ in keyed]), start=start):
         when = next((m.timestamp for m in group if m.timestamp), None) or _document_time(row)
         episodes.append(
             EpisodeInput(
                 content=format_messages(group),
                 messages=group,
+                message_keys=tuple(keys[id(m)] for m in group),
                 source="message",
                 reference_time=when,
                 saga=record_key(document),
@@ -84,6 +93,10 @@ def _conversation_episodes(document: RecordID, row: dict[str, Any]) -> list[Epis
             )
         )
     return episodes
+
+
+def _conversation_episodes(document: RecordID, row: dict[str, Any]) -> list[EpisodeInput]:
+    return conversation_episodes(document, row, conversation_messages(row))
 
 
 def _document_time(row: dict[str, Any]) -> datetime:

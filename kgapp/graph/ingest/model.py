@@ -48,6 +48,9 @@ class EpisodeInput:
     document: RecordID | None = None
     chunk_index: int | None = None
     messages: tuple[Message, ...] = ()
+    # A conversation window's message keys (documents.messages.message_keys), by which a
+    # later export of the same conversation recognises these messages.
+    message_keys: tuple[str, ...] = ()
 
     @cached_property
     def turns(self) -> tuple[Message, ...]:

@@ -56,6 +56,8 @@ async def persist(ctx: IngestContext, work: EpisodeWork, summaries: dict[str, st
     batch = queries.Batch()
     episode = work.input
     batch.add(queries.EPISODE_CREATE, id=work.record, data=_episode_row(work))
+    if episode.message_keys:
+        batch.add(queries.MESSAGE_KEYS_SET, keys=list(episode.message_keys), episode=work.record)
     if episode.saga:
         batch.add(
             queries.SAGA_UPSERT,
@@ -90,6 +92,8 @@ def _episode_row(work: EpisodeWork) -> dict[str, Any]:
         "content_hash": work.content_hash,
         "saga": saga_record(episode.saga) if episode.saga else None,
         "document": episode.document,
+        "documents": [episode.document] if episode.document else [],
+        "message_keys": list(episode.message_keys) or None,
         "chunk_index": episode.chunk_index,
         "screened_out": list(work.screened_out) or None,
     }
@@ -139,7 +143,14 @@ def _entities(
             summary = merge_summary(old, draft.summary)
             if summary != old:  # every change re-indexes the summary's full-text index
                 batch.add(queries.ENTITY_SUMMARY_SET, id=draft.record, summary=summary)
-        batch.add(queries.MENTION, episode=work.record, entity=draft.record)
+        batch.add(
+            queries.MENTION,
+            episode=work.record,
+            entity=draft.record,
+            name=draft.name,
+            summary=draft.summary,
+            seen=seen_at,
+        )
     return touched
 
 

@@ -20,7 +20,7 @@ from kgapp.graph import communities, jobs, queries
 from kgapp.graph.documents.pdf import PdfLimits
 from kgapp.graph.embeddings import Embedder
 from kgapp.graph.errors import GraphUnavailable, QueryFailed, UniqueViolation
-from kgapp.graph.ingest.chunk import chunk, document_status, read_document
+from kgapp.graph.ingest.chunk import document_status, read_document
 from kgapp.graph.ingest.decide import decide
 from kgapp.graph.ingest.extract import drafts_from, extract, extract_ahead
 from kgapp.graph.ingest.indexing import index_facts, index_passages
@@ -30,6 +30,7 @@ from kgapp.graph.ingest.persist import persist
 from kgapp.graph.ingest.prepare import prepare
 from kgapp.graph.ingest.resolve_entities import resolve_entities
 from kgapp.graph.ingest.resolve_facts import existing_facts, llm_candidates, resolve_facts
+from kgapp.graph.ingest.versions import DocumentPlan, document_plan
 from kgapp.graph.llm.client import LLMClient
 from kgapp.graph.llm.errors import LLMError, LLMQuotaExceeded
 from kgapp.graph.ontology import ontology_load
@@ -49,9 +50,13 @@ class IngestReport(jobs.JobReport):
 
     episodes: list[str] = field(default_factory=list)
     extractor: str = ""  # what extracted: the model's name, or the offline pipeline
+    plan: DocumentPlan | None = None  # a document's: what it brought, kept and dropped
 
     def result(self) -> dict[str, Any]:
-        return {"episodes": self.episodes[:1000], "extractor": self.extractor}
+        result: dict[str, Any] = {"episodes": self.episodes[:1000], "extractor": self.extractor}
+        if self.plan is not None:
+            result["document"] = self.plan.as_dict()
+        return result
 
 
 async def ingest_episode(ctx: IngestContext, episode: EpisodeInput) -> RecordID | None:
@@ -132,10 +137,14 @@ async def ingest_document(
     pdf: PdfLimits,
 ) -> IngestReport:
     """Ingest document `document` as job `job`: read it (a PDF's text extracted within
-    `pdf`), chunk it into episodes, then ingest those as `ingest_job` does."""
-    episodes = chunk(document, await read_document(store, document, pdf))
-    await document_status(store, document, "extracting", chunks=len(episodes))
-    return await ingest_job(store, job, episodes, embedder=embedder, llm=llm, extractor=extractor)
+    `pdf`), chunk it into episodes, keep those the graph holds already (versions.py),
+    then ingest the others as `ingest_job` does."""
+    plan = await document_plan(store, document, await read_document(store, document, pdf))
+    await document_status(store, document, "extracting", chunks=plan.episodes)
+    report = await ingest_job(store, job, plan.new, embedder=embedder, llm=llm, extractor=extractor)
+    report.plan = plan
+    report.notes.insert(0, plan.summary())
+    return report
 
 
 async def ingest_job(

@@ -10,6 +10,7 @@ from django.http import HttpRequest
 from ninja import File, Form, Query, Router, Status
 from ninja.errors import HttpError
 from ninja.files import UploadedFile
+from surrealdb.data.types.record_id import RecordID
 
 from kgapp import tasks
 from kgapp.graph import ontology
@@ -36,6 +37,7 @@ from kgapp.web.schemas import (
     FactOut,
     JobQueuedOut,
     OntologyIO,
+    RemovalPreviewOut,
     RemovedOut,
     UploadEstimateOut,
 )
@@ -100,7 +102,7 @@ def episode_delete(request: HttpRequest, tenant: str, episode_id: str) -> Any:
     """Delete an episode and every fact or entity only it supported."""
     access = tenant_access(request.user, tenant, Role.EDITOR)
     record = parse_record_id(episode_id, "episode")
-    return tenant_graph(access.tenant).run(service.episode_delete, record)
+    return tenant_graph(access.tenant).run(service.episode_delete, record).as_dict()
 
 
 @router.post(
@@ -127,8 +129,23 @@ def document_upload(
     graph = tenant_graph(access.tenant)
     if dry_run:
         return Status(200, _estimate(graph, uploads))
-    answers = []
-    for upload in uploads:
+    answers = [_submit(request, graph, upload, form) for upload in uploads]
+    for _, job in answers:
+        if job is not None:
+            tasks.queue_ingest(access.tenant, job)
+    return Status(202, [answer for answer, _ in answers])
+
+
+def _submit(
+    request: HttpRequest,
+    graph: TenantGraph,
+    upload: estimate.Upload,
+    form: DocumentUploadIn,
+    replaces: RecordID | None = None,
+) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """Store one parsed upload as a document or a document's next version (409 while
+    that document is still being ingested)."""
+    try:
         row, job = graph.run(
             service.document_submit,
             upload.parsed,
@@ -136,17 +153,48 @@ def document_upload(
             data=upload.data,
             uploaded_by=request.user.get_username(),
             reference_time=form.reference_time,
+            replaces=replaces,
         )
-        if job is not None:
-            tasks.queue_ingest(access.tenant, job)
-        answers.append(
-            {
-                "document_id": row["id"],
-                "job_id": job["id"] if job else row.get("job"),
-                "duplicate": job is None,
-            }
-        )
-    return Status(202, answers)
+    except service.DocumentBusy as error:
+        raise HttpError(409, str(error)) from error
+    answer = {
+        "document_id": row["id"],
+        "job_id": job["id"] if job else row.get("job"),
+        "duplicate": job is None,
+        "version": row.get("version") or 1,
+    }
+    return answer, job
+
+
+@router.post(
+    "/t/{tenant}/documents/{document_id}/versions",
+    response={
+        202: DocumentQueuedOut, 409: ErrorOut, 413: ErrorOut, 415: ErrorOut, 422: ErrorOut,
+        **DENIED, **LIMITED,
+    },
+)
+def document_replace(
+    request: HttpRequest,
+    tenant: str,
+    document_id: str,
+    files: File[list[UploadedFile]],
+    form: Form[DocumentUploadIn],
+) -> Status[Any]:
+    """Upload the next version of a document (one file): passages it shares with the
+    current version are kept without extraction, new ones ingested, dropped ones
+    withdrawn. The same file as the current version changes nothing (`duplicate`)."""
+    ratelimits.check(request, "upload")
+    access = tenant_access(request.user, tenant, Role.EDITOR)
+    record = parse_record_id(document_id, "document")
+    uploads = _parsed_uploads(files)
+    if len(uploads) != 1:
+        raise HttpError(422, "a new version is one file: attach exactly one")
+    graph = tenant_graph(access.tenant)
+    graph.run(service.document_get, record)  # 404 for a document that is not there
+    answer, job = _submit(request, graph, uploads[0], form, replaces=record)
+    if job is not None:
+        tasks.queue_ingest(access.tenant, job)
+    return Status(202, answer)
 
 
 def _parsed_uploads(files: list[UploadedFile]) -> list[estimate.Upload]:
@@ -223,14 +271,21 @@ def document_detail(request: HttpRequest, tenant: str, document_id: str) -> Any:
 
 @router.delete(
     "/t/{tenant}/documents/{document_id}",
-    response={200: RemovedOut, 422: ErrorOut, **DENIED},
+    response={200: RemovedOut | RemovalPreviewOut, 422: ErrorOut, **DENIED},
     exclude_unset=True,
 )
-def document_delete(request: HttpRequest, tenant: str, document_id: str) -> Any:
-    """Delete the document, its episodes, and every fact or entity only it supported."""
+def document_delete(
+    request: HttpRequest, tenant: str, document_id: str, dry_run: bool = False
+) -> Any:
+    """Delete the document and withdraw its support: an episode, fact or entity goes
+    only when nothing else holds it (another document, an API call, a curator).
+    `dry_run=true`: change nothing, answer what would go and what would stay."""
     access = tenant_access(request.user, tenant, Role.EDITOR)
     record = parse_record_id(document_id, "document")
-    return tenant_graph(access.tenant).run(service.document_delete, record)
+    graph = tenant_graph(access.tenant)
+    if dry_run:
+        return graph.run(service.document_removal_preview, record).as_dict()
+    return graph.run(service.document_delete, record).as_dict()
 
 
 @router.post(

@@ -6,14 +6,25 @@ ingested (`removal`), read it back (`lists`), and queue a stopped job again
 from kgapp.graph.ingest.prepare import saga_record
 from kgapp.graph.ingest.service.facts import FactAdded, fact_add
 from kgapp.graph.ingest.service.lists import document_get, document_list, episode_list
-from kgapp.graph.ingest.service.removal import document_delete, episode_delete, episodes_remove
+from kgapp.graph.ingest.service.removal import (
+    Removal,
+    RemovalPreview,
+    document_delete,
+    document_removal_preview,
+    episode_delete,
+    episodes_remove,
+)
 from kgapp.graph.ingest.service.run import ingest_run
-from kgapp.graph.ingest.service.submit import document_submit, episode_submit
+from kgapp.graph.ingest.service.submit import DocumentBusy, document_submit, episode_submit
 from kgapp.graph.jobs import job_requeue
 
 __all__ = [
+    "DocumentBusy",
     "FactAdded",
+    "Removal",
+    "RemovalPreview",
     "document_delete",
+    "document_removal_preview",
     "document_get",
     "document_list",
     "document_submit",

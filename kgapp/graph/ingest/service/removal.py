@@ -1,41 +1,232 @@
-"""Deleting what was ingested: episodes, or a document with its episodes, and every fact
-or entity only they supported (facts they ended are restored)."""
+"""Deleting what was ingested: episodes, or a document's claim on its episodes, and
+every fact, entity, alias or summary sentence that only they supported.
+
+What "supported" means (README, "Documents and versions"):
+- an episode is supported by the documents whose current version holds it, or by the
+  API call that posted it (it has no document then, and goes only when deleted itself);
+- a fact by its episodes: it goes when its last episode goes, and a fact it ended is
+  current again;
+- an entity by its mentions and its facts: it goes when neither is left;
+- what an entity says of itself (its name, summary sentences, first and last seen, the
+  aliases and automatic merges its spellings caused) by the mentions that said it.
+Curators' merges, their aliases and their edits are not episodes' to take back.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
 from surrealdb.data.types.record_id import RecordID
 
-from kgapp.graph import queries
-from kgapp.graph.records import found
+from kgapp.graph import names, queries
+from kgapp.graph.chunking import split_sentences
+from kgapp.graph.records import found, record_key
 from kgapp.graph.store import TenantStore
+from kgapp.graph.text import canonical_name
+
+# Aliases a curator's merge made (curation/merge.py) are keyed so; ingestion's are not.
+CURATOR_ALIAS_PREFIX = "merge_"
 
 
-async def episodes_remove(store: TenantStore, episodes: list[RecordID]) -> dict[str, int]:
+@dataclass
+class Removal:
+    """What a removal took away, and what it left because something else holds it."""
+
+    episodes_deleted: int = 0
+    episodes_kept: int = 0  # held by another document too
+    facts_deleted: int = 0
+    facts_restored: int = 0
+    entities_deleted: int = 0
+    entities_changed: int = 0  # kept, with a name, summary or alias withdrawn
+
+    def as_dict(self) -> dict[str, int]:
+        return dict(self.__dict__)
+
+
+@dataclass(frozen=True)
+class _Mention:
+    name: str | None
+    summary: str | None
+    seen_at: datetime | None
+    order: tuple[Any, str]
+
+
+@dataclass
+class _Support:
+    """One entity as stored, with what its remaining mentions say."""
+
+    row: dict[str, Any]
+    mentions: list[_Mention] = field(default_factory=list)
+
+
+async def episodes_remove(store: TenantStore, episodes: Sequence[RecordID]) -> Removal:
     if not episodes:
-        return {
-            "facts_deleted": 0,
-            "facts_restored": 0,
-            "entities_deleted": 0,
-            "episodes_deleted": 0,
-        }
-    results = await store.transaction(queries.EPISODES_REMOVE, {"episodes": episodes})
+        return Removal()
+    results = await store.transaction(queries.EPISODES_REMOVE, {"episodes": list(episodes)})
     removed = next(dict(r) for r in reversed(results) if isinstance(r, dict))
-    await store.query(queries.ENTITY_DEGREE_RECOUNT, {"ids": removed.pop("endpoints")})
-    return removed
+    await store.query(queries.ENTITY_DEGREE_RECOUNT, {"ids": removed["endpoints"]})
+    changed = await entities_recompute(store, removed.get("withdrawn") or [])
+    return Removal(
+        episodes_deleted=removed["episodes_deleted"],
+        facts_deleted=removed["facts_deleted"],
+        facts_restored=removed["facts_restored"],
+        entities_deleted=removed["entities_deleted"],
+        entities_changed=changed,
+    )
 
 
-async def episode_delete(store: TenantStore, episode: RecordID) -> dict[str, int]:
+async def episode_delete(store: TenantStore, episode: RecordID) -> Removal:
     await _existing(store, "episode", episode)
     return await episodes_remove(store, [episode])
 
 
-async def document_delete(store: TenantStore, document: RecordID) -> dict[str, int]:
-    """Remove the document, its episodes, and every fact or entity only it supported."""
+async def claims_withdraw(
+    store: TenantStore, document: RecordID, episodes: Sequence[RecordID]
+) -> Removal:
+    """`document` no longer holds `episodes`: those no other document holds are removed
+    with what only they supported; the others stay, shown under another document."""
+    if not episodes:
+        return Removal()
+    unclaimed = await store.query_one(
+        queries.CLAIMS_WITHDRAW, {"document": document, "episodes": list(episodes)}
+    )
+    removal = await episodes_remove(store, list(unclaimed or []))
+    removal.episodes_kept = len(episodes) - removal.episodes_deleted
+    return removal
+
+
+async def document_delete(store: TenantStore, document: RecordID) -> Removal:
+    """Remove the document, and every episode, fact or entity only it supported."""
     await _existing(store, "document", document)
     episodes = await store.query_one(queries.EPISODES_OF_DOCUMENT, {"document": document}) or []
-    removed = await episodes_remove(store, list(episodes))
+    removal = await claims_withdraw(store, document, list(episodes))
     await store.transaction(queries.DOCUMENT_REMOVE, {"document": document})
-    return removed
+    return removal
+
+
+@dataclass(frozen=True)
+class RemovalPreview:
+    """What deleting a document would take away and what would stay because another
+    document, an API call or a curator still holds it."""
+
+    episodes_deleted: int
+    episodes_kept: int
+    facts_deleted: int
+    facts_kept: int
+    facts_restored: int
+    entities_deleted: int
+    entities_kept: int
+    entity_names_deleted: list[str]
+    entity_names_kept: list[str]
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+async def document_removal_preview(store: TenantStore, document: RecordID) -> RemovalPreview:
+    """What `document_delete(document)` would do, changing nothing."""
+    await _existing(store, "document", document)
+    claims = await store.query_one(queries.DOCUMENT_CLAIMS, {"document": document}) or []
+    gone = [row["id"] for row in claims if len(row["documents"]) == 1]
+    plan: dict[str, Any] = {}
+    if gone:
+        results = await store.query(queries.EPISODES_REMOVAL_PREVIEW, {"episodes": gone})
+        plan = next(dict(r) for r in reversed(results) if isinstance(r, dict))
+    return RemovalPreview(
+        episodes_deleted=len(gone),
+        episodes_kept=len(claims) - len(gone),
+        facts_deleted=plan.get("facts_deleted", 0),
+        facts_kept=plan.get("facts_kept", 0),
+        facts_restored=plan.get("facts_restored", 0),
+        entities_deleted=plan.get("entities_deleted", 0),
+        entities_kept=plan.get("entities_kept", 0),
+        entity_names_deleted=sorted(plan.get("entity_names_deleted") or []),
+        entity_names_kept=sorted(plan.get("entity_names_kept") or []),
+    )
+
+
+async def entities_recompute(store: TenantStore, withdrawn: list[dict[str, Any]]) -> int:
+    """Take back from the entities that stay what only the gone mentions said of them
+    (`withdrawn`: entity, name, summary of each); returns how many changed."""
+    by_entity: dict[str, list[dict[str, Any]]] = {}
+    for mention in withdrawn:
+        by_entity.setdefault(record_key(mention["entity"]), []).append(mention)
+    if not by_entity:
+        return 0
+    ids = [m[0]["entity"] for m in by_entity.values()]
+    rows, auto_merged = await store.query(queries.ENTITIES_SUPPORT, {"ids": ids})
+    auto = {record_key(r) for r in auto_merged or [] if r is not None}
+    batch = queries.Batch()
+    changed = 0
+    for row in rows or []:
+        support = _support(row)
+        gone = by_entity[record_key(row["id"])]
+        if _withdraw(batch, support, gone, auto):
+            changed += 1
+    if batch.sql:
+        await store.transaction(batch.sql, batch.params)
+    return changed
+
+
+def _support(row: dict[str, Any]) -> _Support:
+    mentions = [
+        _Mention(m.get("name"), m.get("summary"), m.get("seen_at"), (m["created_at"], str(m["id"])))
+        for m in row.get("mentions") or []
+    ]
+    return _Support(row=row, mentions=sorted(mentions, key=lambda m: m.order))
+
+
+def _withdraw(
+    batch: queries.Batch, support: _Support, gone: list[dict[str, Any]], auto: set[str]
+) -> bool:
+    """Statements that take back what only `gone` said of one entity; True if any."""
+    row, remaining = support.row, support.mentions
+    if any(m.name is None for m in remaining) or any(g.get("name") is None for g in gone):
+        return False  # mentions from before 0016 say nothing to recompute from
+    spelled = {canonical_name(m.name or "") for m in remaining}
+    withdrawn = {canonical_name(g["name"]) for g in gone} - spelled
+    changes: dict[str, Any] = {}
+    name = row["name"]
+    if remaining and canonical_name(name) not in spelled:
+        name = remaining[0].name or name
+        changes.update(name=name, match_key=names.match_key(name, row["entity_type"]) or None)
+    summary = _summary_left(row.get("summary") or "", gone, remaining)
+    if summary != (row.get("summary") or ""):
+        changes["summary"] = summary
+    seen = [m.seen_at for m in remaining if m.seen_at is not None]
+    if remaining and len(seen) == len(remaining):
+        first, last = min(seen), max(seen)
+        if (first, last) != (row.get("first_seen_at"), row.get("last_seen_at")):
+            changes.update(first_seen_at=first, last_seen_at=last)
+    if changes:
+        batch.add(queries.ENTITY_SUPPORT_SET, id=row["id"], changes=changes)
+    aliases = [
+        a["id"]
+        for a in row.get("aliases") or []
+        if a["name"] in withdrawn and not str(a["id"].id).startswith(CURATOR_ALIAS_PREFIX)
+    ]
+    followers = [
+        f["id"]
+        for f in row.get("followers") or []
+        if f["canonical_name"] in withdrawn and record_key(f["id"]) in auto
+    ]
+    if aliases or followers:
+        batch.add(queries.SUPPORT_RECORDS_DELETE, aliases=aliases, entities=followers)
+    return bool(changes or aliases or followers)
+
+
+def _summary_left(summary: str, gone: list[dict[str, Any]], remaining: list[_Mention]) -> str:
+    """The summary without the sentences that only gone mentions gave: sentences a
+    remaining mention or a curator gave stay, in their order."""
+    said_gone = {s for g in gone for s in split_sentences(g.get("summary") or "")}
+    said_left = {s for m in remaining for s in split_sentences(m.summary or "")}
+    only_gone = said_gone - said_left
+    if not only_gone:
+        return summary
+    return " ".join(s for s in split_sentences(summary) if s not in only_gone)
 
 
 async def _existing(store: TenantStore, what: str, record: RecordID) -> None:

@@ -9,7 +9,7 @@ from typing import Any
 
 from surrealdb.data.types.record_id import RecordID
 
-from kgapp.graph import jobs
+from kgapp.graph import jobs, queries
 from kgapp.graph.documents.errors import DocumentError
 from kgapp.graph.documents.pdf import PdfLimits
 from kgapp.graph.embeddings import Embedder
@@ -18,6 +18,7 @@ from kgapp.graph.ingest.chunk import document_status
 from kgapp.graph.ingest.model import EpisodeInput
 from kgapp.graph.ingest.offline.extractor import OfflineExtractor
 from kgapp.graph.ingest.pipeline import IngestReport, ingest_document, ingest_job
+from kgapp.graph.ingest.service.removal import claims_withdraw
 from kgapp.graph.llm.client import LLMClient
 from kgapp.graph.records import Job
 from kgapp.graph.store import TenantStore
@@ -62,7 +63,7 @@ class _IngestRun:
         row = await jobs.job_get(store, self.job)
         self.document = row.get("document")
         if self.document is not None:
-            return await ingest_document(
+            report = await ingest_document(
                 store,
                 self.job,
                 self.document,
@@ -71,6 +72,8 @@ class _IngestRun:
                 extractor=self.extractor,
                 pdf=self.pdf,
             )
+            await _settle(store, self.document, report)
+            return report
         episodes = [_episode_from_params(p) for p in row["params"]["episodes"]]
         return await ingest_job(
             store,
@@ -90,6 +93,33 @@ class _IngestRun:
         if self.document is not None:
             status = {"completed": "completed", "paused": "extracting"}.get(report.status, "failed")
             await document_status(self.store, self.document, status, error=report.error)
+
+
+async def _settle(store: TenantStore, document: RecordID, report: IngestReport) -> None:
+    """Once a version's new episodes are in, withdraw those it no longer holds; while any
+    of its episodes failed, the previous version's stay (nothing is lost), and the job
+    says so. The version's history records what it changed."""
+    plan = report.plan
+    if plan is None:
+        return
+    if plan.withdrawn and report.status == "completed" and not report.failures:
+        removal = await claims_withdraw(store, document, plan.withdrawn)
+        report.counts.update(
+            {
+                "episodes_withdrawn": removal.episodes_deleted,
+                "facts_withdrawn": removal.facts_deleted,
+                "entities_withdrawn": removal.entities_deleted,
+            }
+        )
+    elif plan.withdrawn:
+        report.notes.append(
+            f"the previous version's {len(plan.withdrawn)} episodes that this one dropped "
+            "are kept until every new episode is in: retry the job"
+        )
+    versions = await store.query_one(queries.DOCUMENT_VERSIONS, {"id": document}) or []
+    if versions:
+        versions[-1] = {**versions[-1], "summary": plan.summary()}
+        await store.query(queries.DOCUMENT_VERSIONS_SET, {"id": document, "versions": versions})
 
 
 def _episode_from_params(params: dict[str, Any]) -> EpisodeInput:

@@ -29,6 +29,10 @@ async def episode_submit(
     return record_key(record), to_json(job)
 
 
+class DocumentBusy(ValueError):
+    """A new version of a document whose job has not finished yet."""
+
+
 async def document_submit(
     store: TenantStore,
     parsed: ParsedDocument,
@@ -37,36 +41,45 @@ async def document_submit(
     data: bytes,
     uploaded_by: str | None,
     reference_time: datetime | None = None,
+    replaces: RecordID | None = None,
 ) -> tuple[dict[str, Any], dict[str, Any] | None]:
     """The document record and its queued job; an identical file already uploaded gives
     back the existing document and no new job (uploading twice changes nothing).
+    A file named like a document already uploaded (of the same kind), or one that
+    `replaces` names, is that document's next version: its job keeps the passages the
+    versions share and withdraws the ones it dropped (ingest/versions.py).
     `reference_time` (tz-aware) is when its content was true or said; None: the upload's
-    time."""
+    time. DocumentBusy when the document to version is still being ingested."""
     digest = hashlib.sha256(data).hexdigest()
     existing = await store.query_one(queries.DOCUMENT_BY_HASH, {"hash": digest})
     if existing:
         return to_json(existing[0]), None
-    record = RecordID("document", "d" + digest[:24])
-    document = await store.query_one(
-        queries.DOCUMENT_CREATE,
-        {
-            "id": record,
-            "data": {
-                "file_name": file_name[:255],
-                "mime": parsed.mime,
-                "size": len(data),
-                "content_hash": digest,
-                "status": "pending",
-                "uploaded_by": uploaded_by,
-                "kind": parsed.kind,
-                "title": parsed.title,
-                "text": parsed.text if parsed.kind == "text" else None,
-                "messages": [_message_row(m) for m in parsed.messages] or None,
-                "raw": data if parsed.kind == "pdf" else None,  # read by the worker
-                "reference_time": reference_time,
-            },
-        },
+    content = _content(parsed, file_name, data, digest, uploaded_by, reference_time)
+    version = {
+        "content_hash": digest,
+        "file_name": content["file_name"],
+        "size": len(data),
+        "uploaded_by": uploaded_by,
+    }
+    previous = replaces or await store.query_one(
+        queries.DOCUMENT_BY_NAME, {"name": content["file_name"], "kinds": _kinds(parsed.kind)}
     )
+    if previous:
+        record = previous if isinstance(previous, RecordID) else previous[0]
+        document = await store.query_one(
+            queries.DOCUMENT_NEW_VERSION, {"id": record, "data": content, "version": version}
+        )
+        document = document[0] if document else None
+        if not document:
+            raise DocumentBusy(
+                f"{record_key(record)} is still being ingested: upload its next version "
+                "once its job has finished"
+            )
+    else:
+        record = RecordID("document", "d" + digest[:24])
+        document = await store.query_one(
+            queries.DOCUMENT_CREATE, {"id": record, "data": content, "version": version}
+        )
     job = await jobs.job_create(
         store, kind="ingest_document", total=0, created_by=uploaded_by, document=record
     )
@@ -74,11 +87,41 @@ async def document_submit(
     return to_json({**document, "job": job["id"]}), to_json(job)
 
 
+def _kinds(kind: str) -> list[str]:
+    """The kinds of stored document a new upload of `kind` can be a version of (a PDF
+    is a text document once read)."""
+    return ["conversation"] if kind == "conversation" else ["text", "pdf"]
+
+
+def _content(
+    parsed: ParsedDocument,
+    file_name: str,
+    data: bytes,
+    digest: str,
+    uploaded_by: str | None,
+    reference_time: datetime | None,
+) -> dict[str, Any]:
+    return {
+        "file_name": file_name[:255],
+        "mime": parsed.mime,
+        "size": len(data),
+        "content_hash": digest,
+        "status": "pending",
+        "uploaded_by": uploaded_by,
+        "kind": parsed.kind,
+        "title": parsed.title,
+        "text": parsed.text if parsed.kind == "text" else None,
+        "messages": [_message_row(m) for m in parsed.messages] or None,
+        "raw": data if parsed.kind == "pdf" else None,  # read by the worker
+        "reference_time": reference_time,
+    }
+
+
 def _episode_params(episode: EpisodeInput) -> dict[str, Any]:
     row = asdict(episode)
     row["reference_time"] = episode.reference_time.isoformat()
     row["document"] = None
-    del row["messages"]  # an episode posted through the API has its lines only
+    del row["messages"], row["message_keys"]  # an episode posted through the API has its lines only
     return row
 
 

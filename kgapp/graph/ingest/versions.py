@@ -1,0 +1,129 @@
+"""Stage: what of a document's episodes the graph already holds.
+
+A conversation's messages are recognised by content (`message_keys`: speaker, time,
+text), whatever file brought them: an export that extends one already uploaded claims
+the episodes of the messages it repeats, and only its new messages become episodes. A
+text document's new version keeps the passages it shares with its previous version.
+Either way the kept episodes are not extracted again (no model call), and the episodes
+the previous version held that this one no longer has are withdrawn once the new ones
+are in (`removal.claims_withdraw`).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from surrealdb.data.types.record_id import RecordID
+
+from kgapp.graph import queries
+from kgapp.graph.ingest.chunk import chunk, conversation_episodes, conversation_messages
+from kgapp.graph.ingest.model import EpisodeInput
+from kgapp.graph.records import record_key
+from kgapp.graph.store import TenantStore
+from kgapp.graph.text import content_hash
+
+
+@dataclass
+class DocumentPlan:
+    """A document version's episodes: those to ingest, those the graph holds already,
+    and those its previous version held that it no longer has."""
+
+    kind: str
+    version: int
+    new: list[EpisodeInput] = field(default_factory=list)
+    kept: list[RecordID] = field(default_factory=list)
+    withdrawn: list[RecordID] = field(default_factory=list)
+    messages_known: int = 0
+    messages_new: int = 0
+
+    @property
+    def episodes(self) -> int:
+        return len(self.new) + len(self.kept)
+
+    def summary(self) -> str:
+        """What the upload changes, as the job tells it."""
+        if self.kind == "conversation":
+            said = f"{self.messages_known} messages already known, {self.messages_new} new"
+            if self.withdrawn:
+                said += f", {len(self.withdrawn)} episodes no longer in it"
+            return said
+        if self.version > 1:
+            return (
+                f"version {self.version}: {len(self.new)} passages added, "
+                f"{len(self.withdrawn)} removed, {len(self.kept)} unchanged"
+            )
+        return f"{len(self.new)} passages"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "version": self.version,
+            "episodes_new": len(self.new),
+            "episodes_kept": len(self.kept),
+            "episodes_withdrawn": len(self.withdrawn),
+            "messages_known": self.messages_known,
+            "messages_new": self.messages_new,
+            "summary": self.summary(),
+        }
+
+
+async def document_plan(
+    store: TenantStore, document: RecordID, row: dict[str, Any]
+) -> DocumentPlan:
+    """The plan of `document` (as `chunk.read_document` gives it), its kept episodes
+    claimed already, so that nothing else takes them away meanwhile."""
+    held = await store.query_one(queries.DOCUMENT_EPISODES_HELD, {"document": document}) or []
+    if row["kind"] == "conversation":
+        plan = await _conversation_plan(store, document, row, held)
+    else:
+        plan = _text_plan(document, row, held)
+    if plan.kept:
+        await store.query(queries.CLAIMS_ADD, {"document": document, "episodes": plan.kept})
+    return plan
+
+
+def _text_plan(document: RecordID, row: dict[str, Any], held: list[dict[str, Any]]) -> DocumentPlan:
+    """Passages equal to one the previous version held are kept (each once)."""
+    plan = DocumentPlan(kind="text", version=row.get("version") or 1)
+    previous: dict[str, list[RecordID]] = defaultdict(list)
+    for stored in held:
+        previous[stored["content_hash"]].append(stored["id"])
+    for episode in chunk(document, row):
+        same = previous.get(content_hash(episode.content))
+        if same:
+            plan.kept.append(same.pop(0))
+        else:
+            plan.new.append(episode)
+    plan.withdrawn = [e for rest in previous.values() for e in rest]
+    return plan
+
+
+async def _conversation_plan(
+    store: TenantStore, document: RecordID, row: dict[str, Any], held: list[dict[str, Any]]
+) -> DocumentPlan:
+    """Episodes all of whose messages this export has are kept, wherever they came from;
+    the messages left over are grouped into new episodes."""
+    plan = DocumentPlan(kind="conversation", version=row.get("version") or 1)
+    keyed = conversation_messages(row)
+    keys = {key for _, key in keyed}
+    known = (
+        await store.query_one(
+            queries.MESSAGE_EPISODES, {"ids": [RecordID("message_key", k) for k in keys]}
+        )
+        or []
+    )
+    covered: set[str] = set()
+    for episode in known:
+        its = set(episode.get("message_keys") or [])
+        if its and its <= keys:
+            plan.kept.append(episode["id"])
+            covered |= its
+    fresh = [(message, key) for message, key in keyed if key not in covered]
+    plan.messages_known = len(keyed) - len(fresh)
+    plan.messages_new = len(fresh)
+    start = 1 + max((e.get("chunk_index") or 0 for e in held), default=-1)
+    plan.new = conversation_episodes(document, row, fresh, start=start)
+    kept = {record_key(e) for e in plan.kept}
+    plan.withdrawn = [e["id"] for e in held if record_key(e["id"]) not in kept]
+    return plan
