@@ -1,5 +1,5 @@
 .DEFAULT_GOAL := help
-.PHONY: help setup run test lint bench bench-compare bench-million load faults restarts fuzz injection clean
+.PHONY: help setup run test lint lifecycle bench bench-compare bench-million load faults restarts fuzz injection clean
 
 help: ## Show the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-13s %s\n", $$1, $$2}'
@@ -18,6 +18,10 @@ lint: setup ## ruff, eslint, import-linter and mypy only
 	npx --no-install eslint frontend/static/js surreal
 	.venv/bin/lint-imports
 	.venv/bin/mypy
+
+lifecycle: setup ## Lifecycle property, long run: 200 random upload/re-upload/delete/fact sequences (LIFECYCLE_EXAMPLES=n)
+	KG_LIFECYCLE_EXAMPLES=$(or $(LIFECYCLE_EXAMPLES),200) .venv/bin/python -m pytest \
+	  tests/graph/ingest/test_lifecycle_property.py -q -p no:cacheprovider --timeout 0
 
 bench: setup ## Run the benchmarks in bench/ and print their figures (not the load test)
 	@for script in bench/*.py; do \

@@ -294,6 +294,10 @@ UPDATE $id SET last_seen_at = time::max([last_seen_at, $seen]),
 
 ENTITY_SUMMARY_SET = "UPDATE $id SET summary = $summary RETURN NONE;"
 
+# An entity known only by the generic type takes the type a later mention gives it, so
+# that the order of uploads and facts added through the API does not decide its type.
+ENTITY_TYPE_REFINE = "UPDATE $id SET entity_type = $type WHERE entity_type = 'Entity' RETURN NONE;"
+
 # Resolution may have matched an entity that a curator merged before this transaction:
 # fail as a conflict, and the episode is resolved again (following `merged_into`).
 # (`$id.merged_into` inside IF fails on 3.0.2 with "Specify a database to use".)

@@ -17,6 +17,7 @@ from kgapp.graph.ingest.prepare import saga_record
 from kgapp.graph.ingest.resolve_entities import new_record
 from kgapp.graph.ingest.resolve_facts import fact_record
 from kgapp.graph.names import match_key
+from kgapp.graph.ontology import GENERIC_ENTITY_TYPE
 from kgapp.graph.text import entity_key
 
 SUMMARY_LIMIT = 1000
@@ -140,6 +141,8 @@ def _entities(
             old = summaries.get(key, "")
             batch.add(queries.ENTITY_NOT_MERGED, id=draft.record)
             batch.add(queries.ENTITY_SEEN, id=draft.record, seen=seen_at, embedding=draft.embedding)
+            if draft.entity_type != GENERIC_ENTITY_TYPE:
+                batch.add(queries.ENTITY_TYPE_REFINE, id=draft.record, type=draft.entity_type)
             summary = merge_summary(old, draft.summary)
             if summary != old:  # every change re-indexes the summary's full-text index
                 batch.add(queries.ENTITY_SUMMARY_SET, id=draft.record, summary=summary)

@@ -1,0 +1,237 @@
+"""The document lifecycle as a property (issue 26): after any sequence of uploads,
+re-uploads (extended exports, edited versions), deletions and facts added through the
+API, the tenant's graph equals the graph built from scratch by ingesting the surviving
+documents' current versions in the same order, then adding the API facts that still
+stand. Offline extractor, no model, the real SurrealDB server.
+
+"The graph" here: entities (name, type), facts (ends, relation, statement, valid and
+invalid time; current and ended) and each fact's provenance (the files its episodes
+belong to). The exceptions, by design (README "Documents and versions"):
+- system time: created_at and expired_at say when *this* graph learned or retired a
+  fact, so a rebuild has later ones; the comparison keeps only whether a row is retired;
+- record ids: entities, facts and episodes of a rebuild are new records.
+
+`KG_LIFECYCLE_EXAMPLES` sets the number of examples (`make lifecycle` runs many more).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from django.conf import settings
+from hypothesis import HealthCheck, Phase, given
+from hypothesis import settings as hsettings
+from hypothesis import strategies as st
+
+from kgapp.graph import schema
+from kgapp.graph.documents.parse import parse_document
+from kgapp.graph.embeddings import local_embedder
+from kgapp.graph.ingest import service
+from kgapp.graph.namespaces import namespace_remove
+from kgapp.graph.records import parse_record_id
+from kgapp.graph.store import Pool, StoreConfig, TenantStore
+from tests.conftest import unique_slug
+
+EXAMPLES = int(os.environ.get("KG_LIFECYCLE_EXAMPLES", "6"))
+STEPS = 5
+
+
+def _chat(*turns: tuple[str, str, str]) -> bytes:
+    return json.dumps(
+        [{"speaker": s, "text": t, "timestamp": f"2024-{d}T10:00:00Z"} for s, d, t in turns]
+    ).encode()
+
+
+_CHAT = [
+    ("Alice", "03-01", "I started a new job at Acme Corp in Lisbon last week."),
+    ("Bob", "03-01", "Congratulations! Is Carol Diaz still your manager?"),
+    ("Alice", "03-01", "Yes, Carol Diaz leads the data team at Acme Corp."),
+]
+_MORE = [
+    ("Bob", "03-08", "We adopted a kitten called Pixel."),
+    ("Alice", "03-08", "Pixel is a lovely name. I visited Porto with Carol Diaz."),
+]
+# The pool: a chat and its next export, another chat, a report and its edited version
+# (same file name), and a note that ends a fact of the chat.
+POOL: dict[str, tuple[str, bytes]] = {
+    "chat": ("chat.json", _chat(*_CHAT)),
+    "chat-export-2": ("chat-export-2.json", _chat(*_CHAT, *_MORE)),
+    "other-chat": (
+        "team.json",
+        _chat(
+            ("Dan Okafor", "05-02", "I moved to Berlin to work for Northwind Labs."),
+            ("Erin", "05-02", "Berlin suits you. Say hi to Carol Diaz from me."),
+        ),
+    ),
+    "report": (
+        "report.md",
+        b"# Quarterly report\n\nMaria Lopez works at Northwind Labs in Berlin.\n\n"
+        b"Tom Berg founded Halvorsen Marine in Bergen.\n",
+    ),
+    "report-v2": (
+        "report.md",
+        b"# Quarterly report\n\nMaria Lopez works at Northwind Labs in Berlin.\n\n"
+        b"Ingrid Solberg joined Halvorsen Marine in Oslo.\n",
+    ),
+    "note": ("note.txt", b"Alice joined Beta Inc in Madrid in June 2024.\n"),
+}
+FACTS = [
+    ("Alice", "LIVES_IN", "Lisbon"),
+    ("Dan Okafor", "WORKS_AT", "Northwind Labs"),
+    ("Maria Lopez", "KNOWS", "Carol Diaz"),
+]
+REFERENCE = datetime(2024, 7, 1, tzinfo=UTC)
+
+
+@dataclass
+class Model:
+    """What the user did that still stands: documents by record (in order of first
+    upload, each with its current version's pool key), and facts added through the API."""
+
+    documents: dict[str, str] = field(default_factory=dict)
+    facts: list[int] = field(default_factory=list)
+
+
+async def _fresh(config: StoreConfig, pools: list[tuple[Pool, str]]) -> TenantStore:
+    namespace = "t_" + unique_slug("life").replace("-", "_")
+    pool = Pool(config, namespace)
+    pools.append((pool, namespace))
+    store = TenantStore(pool)
+    await schema.migrate(store, schema.load_migrations(settings.SCHEMA_DIR), embedding_dim=384)
+    return store
+
+
+async def _upload(store: TenantStore, key: str) -> str:
+    name, data = POOL[key]
+    parsed = parse_document(name, data, max_bytes=1 << 20)
+    row, job = await service.document_submit(
+        store, parsed, file_name=name, data=data, uploaded_by="test", reference_time=REFERENCE
+    )
+    if job is not None:
+        finished = await service.ingest_run(
+            store, parse_record_id(job["id"], "job"), embedder=local_embedder(), llm=None
+        )
+        assert finished["status"] == "completed", finished
+    return str(row["id"])
+
+
+async def _fact(store: TenantStore, index: int) -> None:
+    source, relation, target = FACTS[index]
+    await service.fact_add(
+        store,
+        source=(source, None),
+        relation=relation,
+        target=(target, None),
+        fact=None,
+        valid_at=datetime(2024, 4, 1, tzinfo=UTC),
+        invalid_at=None,
+        confidence=0.9,
+        embedder=local_embedder(),
+        created_by="test",
+    )
+
+
+async def graph_of(store: TenantStore) -> dict[str, Any]:
+    """The graph in a form two builds can be compared in (see the module docstring)."""
+    entities = await store.query_one(
+        "SELECT VALUE [name, entity_type] FROM entity WHERE merged_into = NONE"
+    )
+    facts = await store.query_one(
+        """SELECT in.name AS source, relation, out.name AS target, fact, valid_at, invalid_at,
+            expired_at != NONE AS retired,
+            array::sort(array::distinct(array::flatten(episodes.documents.file_name))) AS files,
+            array::len(episodes[WHERE document = NONE]) AS api
+        FROM relates_to"""
+    )
+    return {
+        "entities": sorted(tuple(e) for e in entities or []),
+        "facts": sorted(
+            (
+                f["source"], f["relation"], f["target"], f["fact"], str(f["valid_at"]),
+                str(f.get("invalid_at")), f["retired"], tuple(f["files"] or ()), f["api"] > 0,
+            )
+            for f in facts or []
+        ),
+    }
+
+
+class Scenario:
+    """One sequence of steps, applied to a live tenant and checked after each step
+    against a rebuild in a fresh tenant."""
+
+    def __init__(self, config: StoreConfig) -> None:
+        self.config = config
+        self.pools: list[tuple[Pool, str]] = []
+        self.model = Model()
+
+    async def run(self, steps: list[tuple[str, int]]) -> None:
+        live = await _fresh(self.config, self.pools)
+        try:
+            for kind, choice in steps:
+                await self.step(live, kind, choice)
+                expected = await self.rebuild()
+                assert await graph_of(live) == expected, (kind, choice, self.model)
+        finally:
+            root = TenantStore(Pool(self.config, None))
+            for pool, namespace in self.pools:
+                await pool.close()
+                await namespace_remove(root, namespace)
+            await root._pool.close()
+
+    async def step(self, live: TenantStore, kind: str, choice: int) -> None:
+        model = self.model
+        if kind == "upload":
+            key = sorted(POOL)[choice % len(POOL)]
+            document = await _upload(live, key)
+            model.documents[document] = key  # a new version keeps its place
+        elif kind == "delete" and model.documents:
+            document = sorted(model.documents)[choice % len(model.documents)]
+            await service.document_delete(live, parse_record_id(document, "document"))
+            del model.documents[document]
+        elif kind == "fact":
+            await _fact(live, choice % len(FACTS))
+            model.facts.append(choice % len(FACTS))
+
+    async def rebuild(self) -> dict[str, Any]:
+        scratch = await _fresh(self.config, self.pools)
+        for key in self.model.documents.values():
+            await _upload(scratch, key)
+        for index in self.model.facts:
+            await _fact(scratch, index)
+        return await graph_of(scratch)
+
+
+STEP = st.tuples(st.sampled_from(["upload", "upload", "delete", "fact"]), st.integers(0, 99))
+
+
+def test_the_graph_is_what_the_surviving_documents_support(store_config: StoreConfig) -> None:
+    @hsettings(
+        max_examples=EXAMPLES,
+        deadline=None,
+        derandomize=not os.environ.get("KG_LIFECYCLE_EXAMPLES"),
+        # Each example ingests several times over: report the failure as found.
+        phases=[Phase.explicit, Phase.generate],
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+    )
+    @given(st.lists(STEP, min_size=2, max_size=STEPS))
+    def check(steps: list[tuple[str, int]]) -> None:
+        asyncio.run(Scenario(store_config).run(steps))
+
+    check()
+
+
+def test_deleting_an_export_keeps_what_its_predecessor_holds(store_config: StoreConfig) -> None:
+    """The issue's case, by hand: an export, its next export, and either deleted."""
+
+    async def case(delete_first: bool) -> None:
+        scenario = Scenario(store_config)
+        steps = [("upload", sorted(POOL).index("chat")), ("upload", sorted(POOL).index("chat-export-2"))]
+        await scenario.run(steps + [("delete", 0 if delete_first else 1)])
+
+    asyncio.run(case(True))
+    asyncio.run(case(False))
