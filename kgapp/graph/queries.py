@@ -263,7 +263,8 @@ ENTITY_VECTOR = """
 SELECT id, name, entity_type, summary, name_embedding, merged_into, created_at FROM ONLY $id;
 """
 
-ENTITY_MERGED_INTO = "SELECT VALUE merged_into FROM ONLY $id;"
+# What a cached entity is now: its survivor if merged, itself, or nothing if deleted.
+ENTITY_CURRENT = "SELECT VALUE merged_into ?? id FROM $id;"
 
 # WITH INDEX: left alone, 3.0.2's planner scans the expired_at index (every current fact).
 FACTS_OF_SOURCE = """

@@ -164,7 +164,10 @@ async def _by_embedding(ctx: IngestContext, drafts: list[EntityDraft]) -> None:
                 if row["id"] != own and types_compatible(row["entity_type"], draft.entity_type)
             ]
             found.append(neighbours)
-        await _follow_merges(ctx, [row for neighbours in found for row in neighbours])
+        gone = await _follow_merges(ctx, [row for neighbours in found for row in neighbours])
+        if gone:  # deleted since they were cached (a document withdrawn): never matched
+            vectors.forget(gone)
+            found = [[row for row in rows if str(row["id"]) not in gone] for rows in found]
         for draft, neighbours in zip(drafts, found, strict=True):
             own = new_record(draft)
             _judge(ctx, draft, [row for row in neighbours if row["id"] != own])
@@ -196,19 +199,24 @@ def _judge(ctx: IngestContext, draft: EntityDraft, neighbours: list[dict[str, An
     draft.candidates = list(proposed.values())[:MOST_CANDIDATES]
 
 
-async def _follow_merges(ctx: IngestContext, candidates: list[dict[str, Any]]) -> None:
+async def _follow_merges(ctx: IngestContext, candidates: list[dict[str, Any]]) -> set[str]:
     """A cached candidate may have been merged since: point it at the survivor (one
-    round trip for all of them)."""
+    round trip for all of them). Returns those deleted since they were cached."""
     if not candidates:
-        return
+        return set()
     batch = queries.Batch()
     for candidate in candidates:
-        batch.add(queries.ENTITY_MERGED_INTO, id=candidate["id"])
-    for candidate, survivor in zip(
+        batch.add(queries.ENTITY_CURRENT, id=candidate["id"])
+    gone = set()
+    for candidate, rows in zip(
         candidates, await ctx.store.query(batch.sql, batch.params), strict=True
     ):
-        if survivor:
-            candidate["id"] = survivor
+        current = rows[0] if rows else None
+        if current is None:
+            gone.add(str(candidate["id"]))
+        elif current != candidate["id"]:
+            candidate["id"] = current
+    return gone
 
 
 def apply_entity_decision(

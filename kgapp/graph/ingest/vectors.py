@@ -35,6 +35,7 @@ class EntityVectors:
         self._matrix = np.zeros((0, 0), dtype=np.float32)
         self._since: datetime | None = None
         self._skipped: set[str] = set()  # merged, or without a vector: never fetched again
+        self._gone: set[str] = set()  # deleted since cached: never offered again
 
     async def refresh(self, store: TenantStore) -> None:
         if self._since is None:
@@ -69,6 +70,10 @@ class EntityVectors:
             return []
         return [row for row in await store.query(batch.sql, batch.params) if row]
 
+    def forget(self, ids: set[str]) -> None:
+        """Entities deleted since they were cached."""
+        self._gone |= ids
+
     def nearest(
         self, vector: list[float], limit: int, *, spelled: str = "", spelled_limit: int = 0
     ) -> list[dict[str, Any]]:
@@ -84,7 +89,11 @@ class EntityVectors:
                 spelled, self._keys, scorer=fuzz.ratio, limit=spelled_limit, score_cutoff=80
             )
             best.extend(i for _, _, i in found if i not in best)
-        return [{**self._rows[self._order[i]], "score": float(scores[i])} for i in best]
+        return [
+            {**self._rows[self._order[i]], "score": float(scores[i])}
+            for i in best
+            if self._order[i] not in self._gone
+        ]
 
 
 _tenants: OrderedDict[str, EntityVectors] = OrderedDict()
