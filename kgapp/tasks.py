@@ -17,9 +17,10 @@ from typing import Any
 
 from celery import chain, shared_task
 from django.conf import settings
+from django.core.cache import caches
 from kombu.exceptions import OperationalError
 
-from kgapp.graph import communities, jobs
+from kgapp.graph import communities, communities_follow, jobs
 from kgapp.graph.curation import duplicates
 from kgapp.graph.errors import GraphError, GraphUnavailable
 from kgapp.graph.ingest.service import ingest_run
@@ -56,11 +57,14 @@ def health_check(tenant_slug: str, job_id: str) -> dict[str, Any]:
 
 
 @shared_task(name="kgapp.ingest", **_retrying(120, 8))
-def ingest(tenant_slug: str, job_id: str) -> dict[str, Any]:
-    """Ingest the episodes or the document of job `job_id` in tenant `tenant_slug`."""
+def ingest(tenant_slug: str, job_id: str, follow: bool = True) -> dict[str, Any]:
+    """Ingest the episodes or the document of job `job_id` in tenant `tenant_slug`; the
+    communities then follow, unless not `follow` (a chain that detects at its end)."""
     tenant = Tenant.objects.get(slug=tenant_slug)
     result = _run_job(tenant, job_id, _ingest)
     _communities_if_due(tenant)
+    if follow:
+        _communities_follow(tenant, job_id)
     return result
 
 
@@ -78,6 +82,43 @@ def _communities_if_due(tenant: Tenant) -> None:
     every = settings.COMMUNITY_EVERY_EPISODES
     if every and tenant_graph(tenant).run(communities.rebuild_due, every):
         queue_rebuild_communities(tenant, created_by="ingestion")
+
+
+# How many times a request waits for a running detection before it is dropped (the next
+# ingest job, or beat, asks again).
+FOLLOW_RETRIES = 120
+
+
+def _communities_follow(tenant: Tenant, job_id: str) -> None:
+    """Ask for community detection COMMUNITY_DEBOUNCE seconds after this job ended; of a
+    burst of jobs, only the last one's request is due (`follow_ingestion`)."""
+    delay = settings.COMMUNITY_DEBOUNCE
+    # An eager task runs its countdown at once, so every job of a burst would detect:
+    # eager mode (debugging) leaves communities to the other triggers.
+    if delay < 0 or ingest.app.conf.task_always_eager:
+        return
+    token = communities_follow.follow_ask(caches["coordination"], tenant.namespace)
+    try:
+        follow_ingestion.apply_async((tenant.slug, job_id, token), countdown=delay)
+    except OperationalError as error:  # the job is done; beat detects later
+        logger.warning("communities of %s do not follow job %s: %s", tenant.slug, job_id, error)
+
+
+@shared_task(name="kgapp.follow_ingestion", **_retrying(120, 8))
+def follow_ingestion(tenant_slug: str, job_id: str, token: str = "") -> str:
+    """Queue community detection after the tenant's ingest job `job_id` ended, unless a
+    later request superseded `token` ("" is none) or ingestion goes on; what became of
+    the request."""
+    tenant = Tenant.objects.get(slug=tenant_slug)
+    job = parse_record_id(job_id, "job")
+    board = caches["coordination"]
+    verdict = tenant_graph(tenant).run(communities_follow.follow_check, board, job, token)
+    if verdict == "detecting":  # that detection may have read the graph before this job
+        delay = max(settings.COMMUNITY_DEBOUNCE, 1.0)
+        raise follow_ingestion.retry(countdown=delay, max_retries=FOLLOW_RETRIES)
+    if verdict == "due":
+        queue_rebuild_communities(tenant, created_by="ingestion")
+    return str(verdict)
 
 
 async def _ingest(store: TenantStore, job: Any) -> Job:
@@ -245,7 +286,7 @@ def queue_ingest_in_order(
     rebuild = to_json(
         tenant_graph(tenant).run(jobs.job_create, kind="communities", created_by=created_by)
     )
-    steps = [ingest.si(tenant.slug, job["id"]) for job in ingest_jobs]
+    steps = [ingest.si(tenant.slug, job["id"], follow=False) for job in ingest_jobs]
     steps += [
         rebuild_communities.si(tenant.slug, rebuild["id"]),
         generate_dedup_candidates.si(tenant.slug),

@@ -11,6 +11,7 @@ survive rebuilds of an unchanged graph.
   (map-reduce over chunks of facts when large) or, without one, from its top entities.
 - One transaction writes the new set and removes the old one, for the current graph or
   for a past `as_of` (kept apart from the current set).
+- Detection follows ingestion, once per burst of ingest jobs: `communities_follow`.
 """
 
 from __future__ import annotations

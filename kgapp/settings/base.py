@@ -136,12 +136,34 @@ REDIS_URL = env.text("REDIS_URL")
 
 # The cache holds rate-limit counters: shared through Redis when configured, else per
 # process (one Daphne process in `make run`).
+CACHES: dict[str, dict[str, object]]
 if REDIS_URL:
     CACHES = {
         "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}
     }
 else:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+
+
+def coordination_cache(redis_url: str, var_dir: Path) -> dict[str, object]:
+    """Where the processes of every worker agree on one thing, the latest request to detect
+    a tenant's communities (kgapp.tasks): Redis when configured, else files, which all
+    processes of the one machine that the file broker serves share."""
+    if redis_url:
+        return {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": redis_url,
+            "KEY_PREFIX": "coordination",
+        }
+    return {
+        "BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
+        "LOCATION": str(var_dir / "coordination"),
+        # One entry per tenant; culling (past 300 by default) would drop live requests.
+        "OPTIONS": {"MAX_ENTRIES": 1_000_000},
+    }
+
+
+CACHES["coordination"] = coordination_cache(REDIS_URL, VAR_DIR)
 
 # --- Rate limits (kgapp/web/ratelimits.py) ----------------------------------------------
 # scope -> "N/period" (s, m, h, d; "10/15m"); KG_RATE_LIMITS="query=600/m,upload=" overrides
@@ -237,6 +259,9 @@ DEMO_DATA = env.flag("KG_DEMO_DATA", True)
 COMMUNITY_METHOD = env.text("KG_COMMUNITY_METHOD", "modularity")  # or "cpm"
 COMMUNITY_RESOLUTIONS = tuple(float(r) for r in env.listing("KG_COMMUNITY_RESOLUTIONS", "1.0"))
 COMMUNITY_EVERY_EPISODES = env.integer("KG_COMMUNITY_EVERY_EPISODES", 200)
+# Detection follows ingestion: this many seconds after the tenant's last ingest job of a
+# burst ends (kgapp.tasks.follow_ingestion); negative: it does not follow.
+COMMUNITY_DEBOUNCE = env.number("KG_COMMUNITY_DEBOUNCE", 15.0)
 
 # --- Graph store ----------------------------------------------------------------------
 SURREAL_URL = env.text("SURREAL_URL", "ws://127.0.0.1:8811")

@@ -27,6 +27,9 @@ CELERY_BROKER_URL, CELERY_BROKER_TRANSPORT_OPTIONS = celery_broker(  # noqa: F40
     REDIS_URL,
     VAR_DIR / "celery",  # noqa: F405
 )
+CACHES = {**CACHES, "coordination": coordination_cache(REDIS_URL, VAR_DIR)}  # noqa: F405
+# Communities follow ingestion a second after a burst (workers the tests start).
+COMMUNITY_DEBOUNCE = env.number("KG_COMMUNITY_DEBOUNCE", 1.0)
 STATIC_ROOT = VAR_DIR / "static"
 RETENTION_ARCHIVE_DIR = env.path("KG_RETENTION_ARCHIVE_DIR", VAR_DIR / "retention")
 STATIC_ROOT.mkdir(parents=True, exist_ok=True)

@@ -58,8 +58,10 @@ def test_communities_are_built_listed_searched_and_kept_apart(
     assert post(viewer, f"/api/v1/t/{a.slug}/communities/rebuild", {}).status_code == 403
 
 
-def test_communities_follow_ingestion_after_n_episodes(make_tenant, member, token_client, eager,
-                                                       settings) -> None:
+def test_communities_are_detected_every_n_episodes(make_tenant, member, token_client, eager,
+                                                   settings) -> None:
+    # A stream that never pauses still detects (eager mode: no debounced follow-up, see
+    # tests/web/test_communities_follow_ingestion.py for that).
     settings.COMMUNITY_EVERY_EPISODES = 2
     tenant = make_tenant()
     client = token_client(member(tenant, Role.EDITOR))

@@ -9,6 +9,7 @@ import { seed } from './elements.js';
 import { refreshPanel, showEntity, showFact } from './panel.js';
 import { setupSearch } from './search.js';
 import { setupDiff, toggleCompare } from './diff.js';
+import { setupCommunities } from './communities.js';
 
 function selectedNode() { return cy.nodes(':selected').first(); }
 
@@ -69,9 +70,7 @@ export function setup() {
   $('pin').addEventListener('click', pinSelected);
   $('export').addEventListener('click', exportPng);
   $('show-history').addEventListener('change', () => { state.justEnded.clear(); applyTime(); });
-  $('by-community').addEventListener('change', () => {
-    cy.nodes().toggleClass('by-community', $('by-community').checked);
-  });
+  setupCommunities();
   $('valid-time').addEventListener('input', onSlider);
   $('known-time').addEventListener('input', onSlider);
   $('known-time').addEventListener('input', refreshPanel);

@@ -8,6 +8,7 @@ import { cy } from './graph.js';
 import { layout } from './layout.js';
 import { applyTime } from './time.js';
 import { forget, loadGraph, merge } from './elements.js';
+import { communityJob } from './communities.js';
 
 const FRESH_MS = 3000;
 const SOCKET = root.dataset.socket;
@@ -34,7 +35,11 @@ async function fetchNode(id) {
 function applyChange(change) {
   const data = change.data || {};
   seenAt.set(change.record, Date.now());
-  if (change.table === 'job') { jobToast(data); return; }
+  if (change.table === 'job') {
+    if (data.kind === 'communities') communityJob(data);
+    else jobToast(data);
+    return;
+  }
   if (change.action === 'DELETE' || (change.table === 'entity' && data.merged_into)) {
     forget(change.record);
     return;
