@@ -315,8 +315,8 @@ IF record::exists($id) {} ELSE { CREATE $id CONTENT {name: $name, entity_type: $
 # A mention keeps the name as spelled, the summary and the time its episode gave
 # (schema/0016_lifecycle.surql): what the entity loses when that episode goes.
 MENTION = """
-RELATE $episode->mentions->$entity SET name = $name, summary = $summary, seen_at = $seen
-    RETURN NONE;
+RELATE $episode->mentions->$entity SET name = $name, entity_type = $type, summary = $summary,
+    seen_at = $seen RETURN NONE;
 """
 
 MESSAGE_KEYS_SET = """
@@ -416,7 +416,8 @@ DOCUMENT_VERSIONS_SET = "UPDATE ONLY $id SET versions = $versions RETURN NONE;"
 DOCUMENT_GET = "SELECT *, job.usage ?? [] AS usage OMIT text, messages, raw FROM ONLY $id;"
 
 DOCUMENT_CONTENT = """
-SELECT kind, text, messages, raw, file_name, title, created_at, reference_time FROM ONLY $id;
+SELECT kind, text, messages, raw, file_name, title, created_at, reference_time, version,
+    versions[array::len(versions) - 1].uploaded_at AS version_at FROM ONLY $id;
 """
 
 # A PDF read by the worker becomes a text document; the file itself is not kept.
@@ -446,11 +447,11 @@ EPISODES_OF_DOCUMENT = "SELECT VALUE id FROM episode WHERE documents CONTAINS $d
 # What a document's previous version held (kgapp/graph/ingest/versions.py), and the
 # episodes that hold given conversation messages.
 DOCUMENT_EPISODES_HELD = """
-SELECT id, content_hash, chunk_index FROM episode WHERE documents CONTAINS $document;
+SELECT id, content_hash, chunk_index, created_at FROM episode WHERE documents CONTAINS $document;
 """
 MESSAGE_EPISODES = """
 LET $holders = array::distinct((SELECT VALUE episode FROM $ids WHERE id != NONE));
-SELECT id, message_keys FROM $holders WHERE id != NONE;
+SELECT id, message_keys, created_at, documents FROM $holders WHERE id != NONE;
 """
 
 DOCUMENT_CLAIMS = "SELECT id, documents FROM episode WHERE documents CONTAINS $document;"
@@ -559,7 +560,7 @@ DOCUMENT_REMOVE = "DELETE job WHERE document = $document; DELETE $document;"
 # the records merged into them; and which of those records an automatic merge made.
 ENTITIES_SUPPORT = """
 SELECT id, name, entity_type, summary, first_seen_at, last_seen_at,
-    (SELECT id, name, summary, seen_at, created_at FROM mentions WITH INDEX mentions_out
+    (SELECT id, name, entity_type, summary, seen_at, created_at FROM mentions WITH INDEX mentions_out
         WHERE out = $parent.id) AS mentions,
     (SELECT id, name FROM alias WITH INDEX alias_entity WHERE entity = $parent.id) AS aliases,
     (SELECT id, canonical_name FROM entity WITH INDEX entity_merged_into

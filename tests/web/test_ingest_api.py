@@ -106,7 +106,9 @@ def test_documents_upload_list_and_delete(editor, eager) -> None:
     (answer,) = upload.json()
     document_id = answer["document_id"]
     again = client.post(f"{base}/documents", {"files": [SimpleUploadedFile("copy.md", text)]})
-    assert again.json()[0] == {"document_id": document_id, "job_id": answer["job_id"], "duplicate": True}
+    assert again.json()[0] == {
+        "document_id": document_id, "job_id": answer["job_id"], "duplicate": True, "version": 1,
+    }
     documents = client.get(f"{base}/documents?status=completed").json()
     assert [d["id"] for d in documents] == [document_id]
     assert documents[0]["chunk_count"] == 1

@@ -151,6 +151,7 @@ def _entities(
             episode=work.record,
             entity=draft.record,
             name=draft.name,
+            type=draft.entity_type,
             summary=draft.summary,
             seen=seen_at,
         )

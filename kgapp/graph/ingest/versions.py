@@ -74,8 +74,10 @@ async def document_plan(
     """The plan of `document` (as `chunk.read_document` gives it), its kept episodes
     claimed already, so that nothing else takes them away meanwhile."""
     held = await store.query_one(queries.DOCUMENT_EPISODES_HELD, {"document": document}) or []
+    since = row.get("version_at") or row.get("created_at")
+    held = [e for e in held if not _this_version(e, since)]
     if row["kind"] == "conversation":
-        plan = await _conversation_plan(store, document, row, held)
+        plan = await _conversation_plan(store, document, row, held, since)
     else:
         plan = _text_plan(document, row, held)
     if plan.kept:
@@ -99,8 +101,21 @@ def _text_plan(document: RecordID, row: dict[str, Any], held: list[dict[str, Any
     return plan
 
 
+def _this_version(episode: dict[str, Any], since: Any, document: RecordID | None = None) -> bool:
+    """Whether an earlier attempt of this version's job wrote `episode` (held by
+    `document`, when given): it is planned again as new, so that a retried job cuts the
+    same episodes and skips those it wrote (prepare.py)."""
+    if since is None or episode.get("created_at") is None or episode["created_at"] < since:
+        return False
+    return document is None or document in (episode.get("documents") or [])
+
+
 async def _conversation_plan(
-    store: TenantStore, document: RecordID, row: dict[str, Any], held: list[dict[str, Any]]
+    store: TenantStore,
+    document: RecordID,
+    row: dict[str, Any],
+    held: list[dict[str, Any]],
+    since: Any,
 ) -> DocumentPlan:
     """Episodes all of whose messages this export has are kept, wherever they came from;
     the messages left over are grouped into new episodes."""
@@ -115,6 +130,8 @@ async def _conversation_plan(
     )
     covered: set[str] = set()
     for episode in known:
+        if _this_version(episode, since, document):
+            continue
         its = set(episode.get("message_keys") or [])
         if its and its <= keys:
             plan.kept.append(episode["id"])

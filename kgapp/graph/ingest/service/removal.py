@@ -23,6 +23,7 @@ from surrealdb.data.types.record_id import RecordID
 
 from kgapp.graph import names, queries
 from kgapp.graph.chunking import split_sentences
+from kgapp.graph.ontology import GENERIC_ENTITY_TYPE
 from kgapp.graph.records import found, record_key
 from kgapp.graph.store import TenantStore
 from kgapp.graph.text import canonical_name
@@ -49,6 +50,7 @@ class Removal:
 @dataclass(frozen=True)
 class _Mention:
     name: str | None
+    entity_type: str | None
     summary: str | None
     seen_at: datetime | None
     order: tuple[Any, str]
@@ -173,7 +175,13 @@ async def entities_recompute(store: TenantStore, withdrawn: list[dict[str, Any]]
 
 def _support(row: dict[str, Any]) -> _Support:
     mentions = [
-        _Mention(m.get("name"), m.get("summary"), m.get("seen_at"), (m["created_at"], str(m["id"])))
+        _Mention(
+            m.get("name"),
+            m.get("entity_type"),
+            m.get("summary"),
+            m.get("seen_at"),
+            (m["created_at"], str(m["id"])),
+        )
         for m in row.get("mentions") or []
     ]
     return _Support(row=row, mentions=sorted(mentions, key=lambda m: m.order))
@@ -193,6 +201,9 @@ def _withdraw(
     if remaining and canonical_name(name) not in spelled:
         name = remaining[0].name or name
         changes.update(name=name, match_key=names.match_key(name, row["entity_type"]) or None)
+    entity_type = _type_left(row["entity_type"], remaining)
+    if entity_type != row["entity_type"]:
+        changes["entity_type"] = entity_type
     summary = _summary_left(row.get("summary") or "", gone, remaining)
     if summary != (row.get("summary") or ""):
         changes["summary"] = summary
@@ -216,6 +227,16 @@ def _withdraw(
     if aliases or followers:
         batch.add(queries.SUPPORT_RECORDS_DELETE, aliases=aliases, entities=followers)
     return bool(changes or aliases or followers)
+
+
+def _type_left(entity_type: str, remaining: list[_Mention]) -> str:
+    """A type no remaining mention gives falls back to the first one they give, else to
+    the generic type (ENTITY_TYPE_REFINE's inverse)."""
+    given = [m.entity_type for m in remaining if m.entity_type]
+    if not remaining or len(given) < len(remaining) or entity_type in given:
+        return entity_type
+    specific = [t for t in given if t != GENERIC_ENTITY_TYPE]
+    return specific[0] if specific else GENERIC_ENTITY_TYPE
 
 
 def _summary_left(summary: str, gone: list[dict[str, Any]], remaining: list[_Mention]) -> str:
