@@ -430,9 +430,21 @@ UPDATE ONLY $id SET status = $status, error = $error, chunk_count = $chunks ?? c
 
 DOCUMENT_LINK_JOB = "UPDATE ONLY $id SET job = $job;"
 
+# The page of documents, each with the episodes its current version holds (shared ones
+# included) and the current facts those episodes support. Episodes and facts are read
+# once for the whole page: a count per document would scan both tables per row
+# (3.0.2 plans `CONTAINS` on an array field as a table scan).
 DOCUMENT_LIST = """
-SELECT *, job.usage ?? [] AS usage OMIT text, messages, raw FROM document WHERE $status = NONE OR status = $status
-ORDER BY created_at DESC LIMIT $limit START $offset;
+LET $documents = (SELECT *, job.usage ?? [] AS usage OMIT text, messages, raw FROM document
+    WHERE $status = NONE OR status = $status ORDER BY created_at DESC LIMIT $limit START $offset);
+LET $held = (SELECT id, documents FROM episode WHERE documents ANYINSIDE $documents.id);
+LET $current = (SELECT id, episodes FROM relates_to
+    WHERE expired_at = NONE AND episodes ANYINSIDE $held.id);
+SELECT *, array::len(held) AS episode_count,
+    count(SELECT VALUE id FROM $current WHERE episodes ANYINSIDE $parent.held) AS fact_count
+    OMIT held
+FROM (SELECT *, (SELECT VALUE id FROM $held WHERE documents CONTAINS $parent.id) AS held
+    FROM $documents);
 """
 
 EPISODE_LIST = """

@@ -534,6 +534,13 @@ class DocumentOut(RecordOut):
     size: int
     status: str
     chunk_count: int = 0
+    episode_count: int | None = Field(
+        default=None, description="episodes its current version holds, shared ones too (in lists)"
+    )
+    fact_count: int | None = Field(
+        default=None, description="current facts those episodes support (in lists)"
+    )
+    error: str | None = Field(default=None, description="why its last job failed")
     content_hash: str
     job: str | None = None
     uploaded_by: str | None = None
