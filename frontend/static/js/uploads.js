@@ -1,8 +1,10 @@
-// The uploads page: drop files or paste text, then follow every job's progress live.
-// Errors from the API are shown as the person-readable `detail` they carry.
+// The uploads page: drop files or paste text, then follow every job's progress live;
+// the documents ingested are managed in documents.js. Errors from the API are shown as
+// the person-readable `detail` they carry.
 
 import { apiClient } from './api.js';
 import { confirmEstimate, renderMonths, usageText } from './cost.js';
+import { documentManager } from './documents.js';
 import { connectSocket } from './socket.js';
 
 const root = document.getElementById('uploads');
@@ -44,13 +46,15 @@ function render(job) {
     retry.type = 'button';
     retry.textContent = 'Retry';
     retry.addEventListener('click', async () => {
-      try { render(await call(`/jobs/${encodeURIComponent(id)}/retry`, { method: 'POST' })); }
-      catch (error) { details.textContent = error.message; }
+      try {
+        await call(`/jobs/${encodeURIComponent(id)}/retry`, { method: 'POST' });
+        refresh(id);
+      } catch (error) { details.textContent = error.message; }
     });
     details.append(' ', retry);
   }
   if (job.file_name && !names.has(id)) names.set(id, job.file_name); // live updates carry no name
-  const what = names.get(id) ?? job.document ?? job.episode ?? job.kind;
+  const what = names.get(id) ?? documents.nameOf(job.document) ?? job.document ?? job.episode ?? job.kind;
   const usage = cell(usageText(job.usage));
   usage.className = 'usage';
   row.replaceChildren(cell(what), cell(job.status), cell(progress), usage, cell(details));
@@ -85,15 +89,21 @@ async function upload(files) {
       if (!await confirmed(file)) { note(`${file.name} not uploaded: cancelled.`); continue; }
       note(`Uploading ${file.name}…`);
       const [queued] = await call('/documents', { method: 'POST', body: formOf(file) });
+      documents.refresh();
       if (queued.duplicate) { note(`${file.name} was uploaded before: nothing new to ingest.`); continue; }
-      names.set(queued.job_id, file.name);
-      render({ id: queued.job_id, status: 'queued', progress: 0, total: 0 });
-      note(`${file.name} queued.`);
-      refresh(queued.job_id);
+      queue(queued.job_id, file.name);
+      note(queued.version > 1 ? `${file.name} queued as version ${queued.version}.` : `${file.name} queued.`);
     } catch (error) {
       note(`${file.name}: ${error.message}`, true);
     }
   }
+}
+
+// A job just queued, here or by the document manager: shown at once, followed live.
+function queue(id, name) {
+  names.set(id, name);
+  render({ id, status: 'queued', progress: 0, total: 0 });
+  refresh(id);
 }
 
 async function refresh(id) {
@@ -143,9 +153,11 @@ function setupDrop() {
 function follow() {
   connectSocket(root.dataset.socket, {
     onMessage(message) {
-      if (message.type === 'live.ready') loadJobs();
-      if (message.type === 'change' && message.table === 'job' && message.action !== 'DELETE') {
-        render({ ...message.data, id: message.record });
+      if (message.type === 'live.ready') { loadJobs(); documents.refresh(); }
+      if (message.type === 'change' && message.table === 'job') {
+        if (message.action !== 'DELETE') render({ ...message.data, id: message.record });
+        else { rows.get(String(message.record))?.remove(); rows.delete(String(message.record)); }
+        documents.refresh(); // a job's document changes with it (status, episodes, versions)
       }
     },
   });
@@ -170,6 +182,7 @@ async function loadJobs() {
   }
 }
 
+const documents = documentManager(root, call, { onQueued: queue });
 setupDrop();
 follow();
 loadMonths();
