@@ -263,8 +263,11 @@ ENTITY_VECTOR = """
 SELECT id, name, entity_type, summary, name_embedding, merged_into, created_at FROM ONLY $id;
 """
 
-# What a cached entity is now: its survivor if merged, itself, or nothing if deleted.
-ENTITY_CURRENT = "SELECT VALUE merged_into ?? id FROM $id;"
+# What a cached entity is now: its survivor if merged, else itself, with its type now
+# (a generic type is refined by later mentions); nothing if deleted.
+ENTITY_CURRENT = """
+SELECT VALUE {id: merged_into ?? id, entity_type: (merged_into ?? id).entity_type} FROM $id;
+"""
 
 # WITH INDEX: left alone, 3.0.2's planner scans the expired_at index (every current fact).
 FACTS_OF_SOURCE = """
@@ -315,8 +318,8 @@ IF record::exists($id) {} ELSE { CREATE $id CONTENT {name: $name, entity_type: $
 # A mention keeps the name as spelled, the summary and the time its episode gave
 # (schema/0016_lifecycle.surql): what the entity loses when that episode goes.
 MENTION = """
-RELATE $episode->mentions->$entity SET name = $name, entity_type = $type, summary = $summary,
-    seen_at = $seen RETURN NONE;
+RELATE $episode->mentions->$entity SET name = $name, entity_type = $type, names = $names,
+    entity_types = $types, summary = $summary, seen_at = $seen RETURN NONE;
 """
 
 MESSAGE_KEYS_SET = """
@@ -389,9 +392,11 @@ SELECT * OMIT text, messages, raw FROM ONLY $id;
 """
 
 # The document of that name and kind, if any: a new upload of it is its next version.
+# (3.0.2 applies ORDER BY ... LIMIT before such a filter: the oldest document of the
+# tenant was read, and a later one of that name never found; the caller picks.)
 DOCUMENT_BY_NAME = """
-(SELECT id, created_at FROM document WHERE file_name = $name AND kind IN $kinds
-    ORDER BY created_at LIMIT 1).id;
+SELECT id, created_at FROM document WITH INDEX document_file_name
+    WHERE file_name = $name AND kind IN $kinds;
 """
 
 # A document's next version, unless its job is still running (then nothing): its content
@@ -506,7 +511,7 @@ LET $revisions = (SELECT VALUE id FROM relates_to WHERE superseded_by IN $orphan
 LET $restored = (SELECT VALUE revision_of FROM relates_to WHERE id IN $revisions);
 LET $dropped = array::concat($orphans, $revisions);
 LET $ends = array::distinct(array::flatten((SELECT VALUE [in, out] FROM relates_to WHERE id IN $dropped)));
-LET $withdrawn = (SELECT out AS entity, name, summary FROM mentions WHERE in IN $gone);
+LET $withdrawn = (SELECT out AS entity, name, names, summary FROM mentions WHERE in IN $gone);
 LET $mentioned = array::distinct($withdrawn.entity);
 LET $candidates = array::union($mentioned, $ends);
 LET $still_mentioned = (SELECT VALUE out FROM mentions WHERE out IN $candidates AND in NOTINSIDE $gone);
@@ -572,7 +577,8 @@ DOCUMENT_REMOVE = "DELETE job WHERE document = $document; DELETE $document;"
 # the records merged into them; and which of those records an automatic merge made.
 ENTITIES_SUPPORT = """
 SELECT id, name, entity_type, summary, first_seen_at, last_seen_at,
-    (SELECT id, name, entity_type, summary, seen_at, created_at FROM mentions WITH INDEX mentions_out
+    (SELECT id, name, entity_type, names, entity_types, summary, seen_at, created_at
+        FROM mentions WITH INDEX mentions_out
         WHERE out = $parent.id) AS mentions,
     (SELECT id, name FROM alias WITH INDEX alias_entity WHERE entity = $parent.id) AS aliases,
     (SELECT id, canonical_name FROM entity WITH INDEX entity_merged_into

@@ -105,6 +105,17 @@ def _entities(
 ) -> dict[str, RecordID]:
     touched: dict[str, RecordID] = {}
     seen_at = work.input.reference_time
+    # Every name and type this episode gave each entity: its one mention keeps them all.
+    spelled: dict[str, dict[str, None]] = {}
+    typed: dict[str, dict[str, None]] = {}
+    # A generic type is refined by the entity's own name first, then by a merged one's.
+    for draft in sorted(work.entities, key=lambda d: not d.own_name):
+        if not draft.is_new and draft.entity_type != GENERIC_ENTITY_TYPE:
+            batch.add(queries.ENTITY_TYPE_REFINE, id=draft.record, type=draft.entity_type)
+    for draft in work.entities:
+        spelled.setdefault(str(draft.record), {})[draft.name] = None
+    for draft in sorted(work.entities, key=lambda d: not d.own_name):
+        typed.setdefault(str(draft.record), {})[draft.entity_type] = None
     for draft in work.entities:
         assert draft.record is not None
         if draft.alias:
@@ -141,8 +152,6 @@ def _entities(
             old = summaries.get(key, "")
             batch.add(queries.ENTITY_NOT_MERGED, id=draft.record)
             batch.add(queries.ENTITY_SEEN, id=draft.record, seen=seen_at, embedding=draft.embedding)
-            if draft.entity_type != GENERIC_ENTITY_TYPE:
-                batch.add(queries.ENTITY_TYPE_REFINE, id=draft.record, type=draft.entity_type)
             summary = merge_summary(old, draft.summary)
             if summary != old:  # every change re-indexes the summary's full-text index
                 batch.add(queries.ENTITY_SUMMARY_SET, id=draft.record, summary=summary)
@@ -152,6 +161,8 @@ def _entities(
             entity=draft.record,
             name=draft.name,
             type=draft.entity_type,
+            names=list(spelled[key]),
+            types=list(typed[key]),
             summary=draft.summary,
             seen=seen_at,
         )

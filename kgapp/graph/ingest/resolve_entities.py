@@ -50,9 +50,15 @@ async def resolve_entities(ctx: IngestContext, work: EpisodeWork) -> None:
         unresolved = []
         for draft, key in zip(work.entities, keys, strict=True):
             draft.record, draft.is_new, draft.merge, draft.candidates = None, True, None, []
+            draft.own_name = True
             match = _exact(draft, by_name.get(draft.canonical, [])) or _alias(draft, aliases)
             if match is not None:
                 draft.record, draft.is_new = match, False
+                # Only the entity's own name says what type it is, not a merged one's.
+                draft.own_name = any(
+                    r["id"] == match and r.get("merged_into") is None
+                    for r in by_name.get(draft.canonical, [])
+                )
                 ctx.counts["entities_matched"] += 1
                 continue
             same = _compatible(draft, by_key.get(key, [])) if key else []
@@ -96,7 +102,9 @@ def _group(rows: list[dict[str, Any]], key: str) -> dict[str, list[dict[str, Any
 
 
 def _exact(draft: EntityDraft, rows: list[dict[str, Any]]) -> RecordID | None:
-    # Prefer the same type, then a generic one on either side.
+    # Prefer the same type, then a generic one on either side; between two of a name
+    # (a person and a company), the same one whatever order the store reads them in.
+    rows = sorted(rows, key=lambda r: str(r["id"]))
     for wanted in (
         lambda r: r["entity_type"] == draft.entity_type,
         lambda r: types_compatible(r["entity_type"], draft.entity_type),
@@ -132,6 +140,7 @@ def _merge_into(
     evidence: names.Evidence,
     cosine: float | None,
 ) -> None:
+    draft.own_name = False
     draft.merge = AutoMerge(
         rule=evidence.rule,
         score=round(evidence.score, 4),
@@ -167,7 +176,16 @@ async def _by_embedding(ctx: IngestContext, drafts: list[EntityDraft]) -> None:
         gone = await _follow_merges(ctx, [row for neighbours in found for row in neighbours])
         if gone:  # deleted since they were cached (a document withdrawn): never matched
             vectors.forget(gone)
-            found = [[row for row in rows if str(row["id"]) not in gone] for rows in found]
+        # Types as they are now: a cached generic type may have been refined since.
+        found = [
+            [
+                row
+                for row in rows
+                if str(row["id"]) not in gone
+                and types_compatible(row["entity_type"], draft.entity_type)
+            ]
+            for rows, draft in zip(found, drafts, strict=True)
+        ]
         for draft, neighbours in zip(drafts, found, strict=True):
             own = new_record(draft)
             _judge(ctx, draft, [row for row in neighbours if row["id"] != own])
@@ -200,8 +218,9 @@ def _judge(ctx: IngestContext, draft: EntityDraft, neighbours: list[dict[str, An
 
 
 async def _follow_merges(ctx: IngestContext, candidates: list[dict[str, Any]]) -> set[str]:
-    """A cached candidate may have been merged since: point it at the survivor (one
-    round trip for all of them). Returns those deleted since they were cached."""
+    """A cached candidate may have been merged or retyped since: point it at the survivor
+    with its type now (one round trip for all of them). Returns those deleted since
+    they were cached."""
     if not candidates:
         return set()
     batch = queries.Batch()
@@ -214,8 +233,8 @@ async def _follow_merges(ctx: IngestContext, candidates: list[dict[str, Any]]) -
         current = rows[0] if rows else None
         if current is None:
             gone.add(str(candidate["id"]))
-        elif current != candidate["id"]:
-            candidate["id"] = current
+        else:
+            candidate["id"], candidate["entity_type"] = current["id"], current["entity_type"]
     return gone
 
 

@@ -45,16 +45,20 @@ class DocumentPlan:
     def summary(self) -> str:
         """What the upload changes, as the job tells it."""
         if self.kind == "conversation":
-            said = f"{self.messages_known} messages already known, {self.messages_new} new"
+            if not self.messages_known and not self.withdrawn:
+                return _count(self.messages_new, "message")
+            said = (
+                f"{_count(self.messages_known, 'message')} already known, {self.messages_new} new"
+            )
             if self.withdrawn:
-                said += f", {len(self.withdrawn)} episodes no longer in it"
+                said += f", {_count(len(self.withdrawn), 'episode')} no longer in it"
             return said
         if self.version > 1:
             return (
-                f"version {self.version}: {len(self.new)} passages added, "
+                f"version {self.version}: {_count(len(self.new), 'passage')} added, "
                 f"{len(self.withdrawn)} removed, {len(self.kept)} unchanged"
             )
-        return f"{len(self.new)} passages"
+        return _count(len(self.new), "passage")
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -66,6 +70,10 @@ class DocumentPlan:
             "messages_new": self.messages_new,
             "summary": self.summary(),
         }
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 async def document_plan(

@@ -1,8 +1,9 @@
 """The document lifecycle as a property (issue 26): after any sequence of uploads,
-re-uploads (extended exports, edited versions), deletions and facts added through the
-API, the tenant's graph equals the graph built from scratch by ingesting the surviving
-documents' current versions in the same order, then adding the API facts that still
-stand. Offline extractor, no model, the real SurrealDB server.
+re-uploads (extended exports, edited versions), deletions, facts added through the API,
+merges and their undos, the tenant's graph equals the graph built from scratch by
+ingesting the surviving documents' current versions in the same order, then applying
+the API facts and merges that still stand, in their order. Offline extractor, no
+model, the real SurrealDB server.
 
 "The graph" here: entities (name, type), facts (ends, relation, statement, valid and
 invalid time; current and ended) and each fact's provenance (the files its episodes
@@ -29,16 +30,20 @@ from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 
 from kgapp.graph import schema
+from kgapp.graph.curation.common import CurationRefused
+from kgapp.graph.curation.merge import merge_entities
+from kgapp.graph.curation.undo import undo
 from kgapp.graph.documents.parse import parse_document
 from kgapp.graph.embeddings import local_embedder
 from kgapp.graph.ingest import service
 from kgapp.graph.namespaces import namespace_remove
+from kgapp.graph.ontology import types_compatible
 from kgapp.graph.records import parse_record_id
 from kgapp.graph.store import Pool, StoreConfig, TenantStore
 from tests.conftest import unique_slug
 
 EXAMPLES = int(os.environ.get("KG_LIFECYCLE_EXAMPLES", "6"))
-STEPS = 5
+STEPS = 6
 
 
 def _chat(*turns: tuple[str, str, str]) -> bytes:
@@ -88,13 +93,19 @@ FACTS = [
 REFERENCE = datetime(2024, 7, 1, tzinfo=UTC)
 
 
+Named = tuple[str, str]  # an entity by (name, type) as the curator saw it
+
+
 @dataclass
 class Model:
-    """What the user did that still stands: documents by record (in order of first
-    upload, each with its current version's pool key), and facts added through the API."""
+    """What the user did that still stands: documents by file name (in order of first
+    upload; a file of the same name is the next version of the same record), and the
+    curator and API actions
+    in their order: ("fact", index) or ("merge", survivor, merged, audit entry)."""
 
-    documents: dict[str, str] = field(default_factory=dict)
-    facts: list[int] = field(default_factory=list)
+    # file name -> (its document's record, the pool key of its current version)
+    documents: dict[str, tuple[str, str]] = field(default_factory=dict)
+    actions: list[tuple[Any, ...]] = field(default_factory=list)
 
 
 async def _fresh(config: StoreConfig, pools: list[tuple[Pool, str]]) -> TenantStore:
@@ -136,6 +147,39 @@ async def _fact(store: TenantStore, index: int) -> None:
     )
 
 
+async def _named(store: TenantStore) -> dict[Named, Any]:
+    rows = await store.query_one("SELECT id, name, entity_type FROM entity WHERE merged_into = NONE")
+    return {(r["name"], r["entity_type"]): r["id"] for r in rows or []}
+
+
+def _find(named: dict[Named, Any], wanted: Named) -> Any:
+    """The entity the curator chose: by name and type, else by name alone when one
+    entity of a compatible type has it (a later mention may have refined a generic
+    type); None when it is gone, and the merge no longer applies."""
+    if wanted in named:
+        return named[wanted]
+    same = [
+        record
+        for (name, entity_type), record in named.items()
+        if name == wanted[0] and types_compatible(entity_type, wanted[1])
+    ]
+    return same[0] if len(same) == 1 else None
+
+
+async def _merge(store: TenantStore, survivor: Named, merged: Named) -> Any:
+    """Merge `merged` into `survivor`; the audit entry's id, None if either is missing,
+    they are one, or the merge is refused."""
+    named = await _named(store)
+    kept, gone = _find(named, survivor), _find(named, merged)
+    if kept is None or gone is None or kept == gone:
+        return None
+    try:
+        entry = await merge_entities(store, kept, gone, actor="curator")
+    except CurationRefused:
+        return None
+    return entry["id"]
+
+
 async def graph_of(store: TenantStore) -> dict[str, Any]:
     """The graph in a form two builds can be compared in (see the module docstring)."""
     entities = await store.query_one(
@@ -160,6 +204,17 @@ async def graph_of(store: TenantStore) -> dict[str, Any]:
     }
 
 
+def _difference(got: dict[str, Any], expected: dict[str, Any]) -> dict[str, Any]:
+    """What the live graph has that the rebuild has not, and the other way round."""
+    return {
+        part: {
+            "only live": sorted(set(got[part]) - set(expected[part])),
+            "only rebuilt": sorted(set(expected[part]) - set(got[part])),
+        }
+        for part in got
+    }
+
+
 class Scenario:
     """One sequence of steps, applied to a live tenant and checked after each step
     against a rebuild in a fresh tenant."""
@@ -174,8 +229,11 @@ class Scenario:
         try:
             for kind, choice in steps:
                 await self.step(live, kind, choice)
-                expected = await self.rebuild()
-                assert await graph_of(live) == expected, (kind, choice, self.model)
+                expected, got = await self.rebuild(), await graph_of(live)
+                if got != expected:
+                    raise AssertionError(
+                        f"after {steps}: {_difference(got, expected)}; model {self.model}"
+                    )
         finally:
             root = TenantStore(Pool(self.config, None))
             for pool, namespace in self.pools:
@@ -188,25 +246,51 @@ class Scenario:
         if kind == "upload":
             key = sorted(POOL)[choice % len(POOL)]
             document = await _upload(live, key)
-            model.documents[document] = key  # a new version keeps its place
+            name = POOL[key][0]
+            if name in model.documents:  # the next version: the same record, in its place
+                assert document == model.documents[name][0], (name, document)
+            model.documents[name] = (document, key)
         elif kind == "delete" and model.documents:
-            document = sorted(model.documents)[choice % len(model.documents)]
+            name = sorted(model.documents)[choice % len(model.documents)]
+            document, _ = model.documents.pop(name)
             await service.document_delete(live, parse_record_id(document, "document"))
-            del model.documents[document]
         elif kind == "fact":
             await _fact(live, choice % len(FACTS))
-            model.facts.append(choice % len(FACTS))
+            model.actions.append(("fact", choice % len(FACTS)))
+        elif kind == "merge":
+            named = sorted(await _named(live))
+            if len(named) >= 2:
+                survivor = named[choice % len(named)]
+                merged = named[(choice // len(named) + 1 + choice) % len(named)]
+                entry = await _merge(live, survivor, merged)
+                if entry is not None:
+                    model.actions.append(("merge", survivor, merged, entry))
+        elif kind == "undo":
+            merges = [a for a in model.actions if a[0] == "merge"]
+            if merges:
+                last = merges[-1]
+                try:
+                    await undo(live, last[3], actor="curator")
+                except CurationRefused:
+                    return  # refused, saying why: the merge stands
+                model.actions.remove(last)
 
     async def rebuild(self) -> dict[str, Any]:
         scratch = await _fresh(self.config, self.pools)
-        for key in self.model.documents.values():
+        for _, key in self.model.documents.values():
             await _upload(scratch, key)
-        for index in self.model.facts:
-            await _fact(scratch, index)
+        for action in self.model.actions:
+            if action[0] == "fact":
+                await _fact(scratch, action[1])
+            else:
+                await _merge(scratch, action[1], action[2])
         return await graph_of(scratch)
 
 
-STEP = st.tuples(st.sampled_from(["upload", "upload", "delete", "fact"]), st.integers(0, 99))
+STEP = st.tuples(
+    st.sampled_from(["upload", "upload", "upload", "delete", "fact", "merge", "undo"]),
+    st.integers(0, 99),
+)
 
 
 def test_the_graph_is_what_the_surviving_documents_support(store_config: StoreConfig) -> None:

@@ -54,6 +54,8 @@ class _Mention:
     summary: str | None
     seen_at: datetime | None
     order: tuple[Any, str]
+    names: tuple[str, ...] = ()  # every spelling its episode gave (name first)
+    types: tuple[str, ...] = ()
 
 
 @dataclass
@@ -181,6 +183,12 @@ def _support(row: dict[str, Any]) -> _Support:
             m.get("summary"),
             m.get("seen_at"),
             (m["created_at"], str(m["id"])),
+            tuple(m.get("names") or [m.get("name") or ""]),
+            tuple(
+                m["entity_types"]
+                if m.get("entity_types") is not None
+                else [m.get("entity_type") or ""]
+            ),
         )
         for m in row.get("mentions") or []
     ]
@@ -194,8 +202,8 @@ def _withdraw(
     row, remaining = support.row, support.mentions
     if any(m.name is None for m in remaining) or any(g.get("name") is None for g in gone):
         return False  # mentions from before 0016 say nothing to recompute from
-    spelled = {canonical_name(m.name or "") for m in remaining}
-    withdrawn = {canonical_name(g["name"]) for g in gone} - spelled
+    spelled = {canonical_name(n) for m in remaining for n in m.names}
+    withdrawn = {canonical_name(n) for g in gone for n in g.get("names") or [g["name"]]} - spelled
     changes: dict[str, Any] = {}
     name = row["name"]
     if remaining and canonical_name(name) not in spelled:
@@ -232,8 +240,10 @@ def _withdraw(
 def _type_left(entity_type: str, remaining: list[_Mention]) -> str:
     """A type no remaining mention gives falls back to the first one they give, else to
     the generic type (ENTITY_TYPE_REFINE's inverse)."""
-    given = [m.entity_type for m in remaining if m.entity_type]
-    if not remaining or len(given) < len(remaining) or entity_type in given:
+    if not remaining or any(not m.entity_type for m in remaining):
+        return entity_type
+    given = [t for m in remaining for t in m.types if t]
+    if entity_type in given:
         return entity_type
     specific = [t for t in given if t != GENERIC_ENTITY_TYPE]
     return specific[0] if specific else GENERIC_ENTITY_TYPE

@@ -61,11 +61,9 @@ async def document_submit(
         "size": len(data),
         "uploaded_by": uploaded_by,
     }
-    previous = replaces or await store.query_one(
-        queries.DOCUMENT_BY_NAME, {"name": content["file_name"], "kinds": _kinds(parsed.kind)}
-    )
+    previous = replaces or await _named(store, content["file_name"], parsed.kind)
     if previous:
-        record = previous if isinstance(previous, RecordID) else previous[0]
+        record = previous
         document = await store.query_one(
             queries.DOCUMENT_NEW_VERSION, {"id": record, "data": content, "version": version}
         )
@@ -85,6 +83,15 @@ async def document_submit(
     )
     await store.query(queries.DOCUMENT_LINK_JOB, {"id": record, "job": job["id"]})
     return to_json({**document, "job": job["id"]}), to_json(job)
+
+
+async def _named(store: TenantStore, file_name: str, kind: str) -> RecordID | None:
+    """The first document uploaded under `file_name`, of a kind `kind` can version."""
+    rows = (
+        await store.query_one(queries.DOCUMENT_BY_NAME, {"name": file_name, "kinds": _kinds(kind)})
+        or []
+    )
+    return min(rows, key=lambda r: (r["created_at"], str(r["id"])))["id"] if rows else None
 
 
 def _kinds(kind: str) -> list[str]:
