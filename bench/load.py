@@ -195,6 +195,7 @@ def product_env(
         "OPENAI_API_KEY": "scripted",
         "KG_RATE_LIMITS": RATE_LIMITS,
         "KG_COMMUNITY_EVERY_EPISODES": "0",
+        "KG_COMMUNITY_DEBOUNCE": "-1",  # no detection after ingest jobs in a load run
         "KG_LOG_LEVEL": "WARNING",
     }
 
