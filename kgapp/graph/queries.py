@@ -544,6 +544,15 @@ RETURN {endpoints: $ends, facts_deleted: array::len($orphans), facts_restored: a
         withdrawn: (SELECT * FROM $withdrawn WHERE entity NOTINSIDE $entities_gone)};
 """
 
+# Facts with the current facts that share their subject and relation but not their
+# object: what may end a fact made current again (removal._end_restored).
+FACTS_WITH_RIVALS = """
+SELECT *, (SELECT id, valid_at FROM relates_to WITH INDEX relates_to_in_relation
+        WHERE in = $parent.in AND relation = $parent.relation AND out != $parent.out
+        AND expired_at = NONE) AS rivals
+FROM $ids WHERE id != NONE AND expired_at = NONE;
+"""
+
 # What removing `$episodes` would take away, and what would stay (nothing is written).
 EPISODES_REMOVAL_PREVIEW = _REMOVAL_PLAN + """
 LET $kept = array::complement($candidates, $lonely);

@@ -238,7 +238,7 @@ def _fact(ctx: IngestContext, batch: queries.Batch, work: EpisodeWork, draft: Fa
     draft.record = fact_record()
     supersedes = None
     for old in draft.contradicts:
-        revision = _revision(ctx, old, ends_at=draft.valid_at, by=draft.record)
+        revision = revision_row(old, ends_at=draft.valid_at, by=draft.record, now=ctx.now)
         batch.add(queries.FACT_RETIRE, id=old["id"], now=ctx.now, by=draft.record)
         batch.add(queries.FACT_CREATE, row=revision)
         supersedes = revision["id"]
@@ -264,15 +264,14 @@ def _fact(ctx: IngestContext, batch: queries.Batch, work: EpisodeWork, draft: Fa
     return True
 
 
-def _revision(
-    ctx: IngestContext, old: dict[str, Any], *, ends_at: Any, by: RecordID
-) -> dict[str, Any]:
-    """The old fact as now believed: same content, validity closed at `ends_at`."""
+def revision_row(old: dict[str, Any], *, ends_at: Any, by: RecordID, now: Any) -> dict[str, Any]:
+    """The old fact as now believed: same content, validity closed at `ends_at` by the
+    fact `by`, learned `now`."""
     row = {name: old.get(name) for name in _FACT_FIELDS}
     row.update(
         id=fact_record(),
         invalid_at=ends_at,
-        created_at=ctx.now,
+        created_at=now,
         expired_at=None,
         revision_of=old["id"],
         superseded_by=by,

@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -37,7 +37,7 @@ from kgapp.graph.documents.parse import parse_document
 from kgapp.graph.embeddings import local_embedder
 from kgapp.graph.ingest import service
 from kgapp.graph.namespaces import namespace_remove
-from kgapp.graph.ontology import types_compatible
+from kgapp.graph.ontology import Ontology, ontology_load, ontology_save, types_compatible
 from kgapp.graph.records import parse_record_id
 from kgapp.graph.store import Pool, StoreConfig, TenantStore
 from tests.conftest import unique_slug
@@ -62,7 +62,7 @@ _MORE = [
     ("Alice", "03-08", "Pixel is a lovely name. I visited Porto with Carol Diaz."),
 ]
 # The pool: a chat and its next export, another chat, a report and its edited version
-# (same file name), and a note that ends a fact of the chat.
+# (same file name), and two notes that end a fact of the chat in turn.
 POOL: dict[str, tuple[str, bytes]] = {
     "chat": ("chat.json", _chat(*_CHAT)),
     "chat-export-2": ("chat-export-2.json", _chat(*_CHAT, *_MORE)),
@@ -83,7 +83,8 @@ POOL: dict[str, tuple[str, bytes]] = {
         b"# Quarterly report\n\nMaria Lopez works at Northwind Labs in Berlin.\n\n"
         b"Ingrid Solberg joined Halvorsen Marine in Oslo.\n",
     ),
-    "note": ("note.txt", b"Alice joined Beta Inc in Madrid in June 2024.\n"),
+    "note": ("note.txt", b"Alice started a new job at Beta Inc in June 2024.\n"),
+    "later-note": ("later.txt", b"Alice started a new job at Gamma Inc in September 2024.\n"),
 }
 FACTS = [
     ("Alice", "LIVES_IN", "Lisbon"),
@@ -114,6 +115,15 @@ async def _fresh(config: StoreConfig, pools: list[tuple[Pool, str]]) -> TenantSt
     pools.append((pool, namespace))
     store = TenantStore(pool)
     await schema.migrate(store, schema.load_migrations(settings.SCHEMA_DIR), embedding_dim=384)
+    # "started a new job at" is where one works, a single-valued relation: a later job
+    # ends the one before by rule.
+    ontology = await ontology_load(store)
+    relations = tuple(
+        replace(r, aliases=(*r.aliases, "START_JOB_AT")) if r.name == "WORKS_AT" else r
+        for r in ontology.relation_types
+    )
+    assert any(r.name == "WORKS_AT" and r.single_valued for r in relations)
+    await ontology_save(store, Ontology(ontology.entity_types, relations))
     return store
 
 
@@ -307,6 +317,15 @@ def test_the_graph_is_what_the_surviving_documents_support(store_config: StoreCo
         asyncio.run(Scenario(store_config).run(steps))
 
     check()
+
+
+def test_a_fact_made_current_again_ends_where_a_later_one_begins(
+    store_config: StoreConfig,
+) -> None:
+    """Acme, then Beta, then Gamma: deleting Beta's note leaves Acme ended by Gamma."""
+    order = sorted(POOL)
+    steps = [("upload", order.index(k)) for k in ("chat", "note", "later-note")]
+    asyncio.run(Scenario(store_config).run([*steps, ("delete", 2)]))  # note.txt
 
 
 def test_deleting_an_export_keeps_what_its_predecessor_holds(store_config: StoreConfig) -> None:

@@ -16,14 +16,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from surrealdb.data.types.record_id import RecordID
 
 from kgapp.graph import names, queries
 from kgapp.graph.chunking import split_sentences
-from kgapp.graph.ontology import GENERIC_ENTITY_TYPE
+from kgapp.graph.ingest.persist import revision_row
+from kgapp.graph.ontology import GENERIC_ENTITY_TYPE, ontology_load
 from kgapp.graph.records import found, record_key
 from kgapp.graph.store import TenantStore
 from kgapp.graph.text import canonical_name
@@ -71,6 +72,7 @@ async def episodes_remove(store: TenantStore, episodes: Sequence[RecordID]) -> R
         return Removal()
     results = await store.transaction(queries.EPISODES_REMOVE, {"episodes": list(episodes)})
     removed = next(dict(r) for r in reversed(results) if isinstance(r, dict))
+    await _end_restored(store, removed.get("restored") or [])
     await store.query(queries.ENTITY_DEGREE_RECOUNT, {"ids": removed["endpoints"]})
     changed = await entities_recompute(store, removed.get("withdrawn") or [])
     return Removal(
@@ -80,6 +82,34 @@ async def episodes_remove(store: TenantStore, episodes: Sequence[RecordID]) -> R
         entities_deleted=removed["entities_deleted"],
         entities_changed=changed,
     )
+
+
+async def _end_restored(store: TenantStore, restored: list[RecordID]) -> int:
+    """A fact made current again, of a single-valued relation, ends where a later fact
+    about its subject begins, as if the deleted one that had ended it never was (as
+    resolve_facts would have ended it); returns how many were ended."""
+    if not restored:
+        return 0
+    ontology = await ontology_load(store)
+    rows = await store.query_one(queries.FACTS_WITH_RIVALS, {"ids": restored}) or []
+    now = datetime.now(UTC)
+    batch = queries.Batch()
+    ended = 0
+    for row in rows:
+        later = [r for r in row["rivals"] or [] if r["valid_at"] > row["valid_at"]]
+        if not later or not ontology.is_single_valued(row["relation"]):
+            continue
+        first = min(later, key=lambda r: r["valid_at"])
+        if row.get("invalid_at") is not None and row["invalid_at"] <= first["valid_at"]:
+            continue
+        revision = revision_row(row, ends_at=first["valid_at"], by=first["id"], now=now)
+        batch.add(queries.FACT_RETIRE, id=row["id"], now=now, by=first["id"])
+        batch.add(queries.FACT_CREATE, row=revision)
+        batch.add(queries.FACT_RELINK, id=first["id"], supersedes=revision["id"])
+        ended += 1
+    if ended:
+        await store.transaction(batch.sql, batch.params)
+    return ended
 
 
 async def episode_delete(store: TenantStore, episode: RecordID) -> Removal:
