@@ -330,6 +330,7 @@ FACT_CREATE = "INSERT RELATION INTO relates_to $row RETURN NONE;"
 
 FACT_REPEATED = """
 UPDATE $id SET episodes = array::union(episodes, [$episode]),
+    statements = IF statements = NONE THEN NONE ELSE array::append(statements, $said) END,
     confidence = math::max([confidence, $confidence]) RETURN NONE;
 """
 
@@ -527,6 +528,16 @@ DELETE relates_to WHERE id IN $dropped;
 DELETE retrieval WHERE fact IN $dropped;
 UPDATE relates_to SET superseded_by = NONE WHERE superseded_by IN $orphans;
 UPDATE relates_to SET supersedes = NONE WHERE supersedes IN $dropped;
+LET $restated = (SELECT VALUE id FROM relates_to
+    WHERE episodes ANYINSIDE $gone AND id NOTINSIDE $dropped AND statements != NONE);
+UPDATE relates_to SET statements = statements[WHERE episode NOTINSIDE $gone] WHERE id IN $restated;
+UPDATE relates_to SET
+    fact_embedding = IF statements[0].fact = fact THEN fact_embedding ELSE NONE END,
+    fact = statements[0].fact,
+    valid_at = IF invalid_at = NONE OR statements[0].valid_at < invalid_at
+        THEN statements[0].valid_at ELSE valid_at END,
+    confidence = math::max(statements.confidence)
+    WHERE id IN $restated AND array::len(statements) > 0;
 UPDATE relates_to SET episodes = array::complement(episodes, $gone) WHERE episodes ANYINSIDE $gone;
 DELETE mentions WHERE in IN $gone;
 DELETE has_episode WHERE out IN $gone;

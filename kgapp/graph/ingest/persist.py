@@ -29,6 +29,7 @@ _FACT_FIELDS = (
     "fact",
     "fact_embedding",
     "episodes",
+    "statements",
     "confidence",
     "valid_at",
     "invalid_at",
@@ -105,17 +106,7 @@ def _entities(
 ) -> dict[str, RecordID]:
     touched: dict[str, RecordID] = {}
     seen_at = work.input.reference_time
-    # Every name and type this episode gave each entity: its one mention keeps them all.
-    spelled: dict[str, dict[str, None]] = {}
-    typed: dict[str, dict[str, None]] = {}
-    # A generic type is refined by the entity's own name first, then by a merged one's.
-    for draft in sorted(work.entities, key=lambda d: not d.own_name):
-        if not draft.is_new and draft.entity_type != GENERIC_ENTITY_TYPE:
-            batch.add(queries.ENTITY_TYPE_REFINE, id=draft.record, type=draft.entity_type)
-    for draft in work.entities:
-        spelled.setdefault(str(draft.record), {})[draft.name] = None
-    for draft in sorted(work.entities, key=lambda d: not d.own_name):
-        typed.setdefault(str(draft.record), {})[draft.entity_type] = None
+    spelled, typed = _refine_types(batch, work)
     for draft in work.entities:
         assert draft.record is not None
         if draft.alias:
@@ -161,12 +152,32 @@ def _entities(
             entity=draft.record,
             name=draft.name,
             type=draft.entity_type,
-            names=list(spelled[key]),
-            types=list(typed[key]),
+            names=spelled[key],
+            types=typed[key],
             summary=draft.summary,
             seen=seen_at,
         )
     return touched
+
+
+def _refine_types(
+    batch: queries.Batch, work: EpisodeWork
+) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+    """A generic type is refined by the entity's own name first, then by a merged one's;
+    returns every name and type this episode gave each entity (its one mention keeps
+    them all, own names' types first)."""
+    spelled: dict[str, dict[str, None]] = {}
+    typed: dict[str, dict[str, None]] = {}
+    for draft in work.entities:
+        spelled.setdefault(str(draft.record), {})[draft.name] = None
+    for draft in sorted(work.entities, key=lambda d: not d.own_name):
+        typed.setdefault(str(draft.record), {})[draft.entity_type] = None
+        if not draft.is_new and draft.entity_type != GENERIC_ENTITY_TYPE:
+            batch.add(queries.ENTITY_TYPE_REFINE, id=draft.record, type=draft.entity_type)
+    return (
+        {key: list(names) for key, names in spelled.items()},
+        {key: list(types) for key, types in typed.items()},
+    )
 
 
 def alias_record(draft: EntityDraft) -> RecordID:
@@ -233,6 +244,7 @@ def _fact(ctx: IngestContext, batch: queries.Batch, work: EpisodeWork, draft: Fa
             id=draft.duplicate_of["id"],
             episode=work.record,
             confidence=draft.confidence,
+            said=_statement(work, draft),
         )
         return False
     draft.record = fact_record()
@@ -251,6 +263,7 @@ def _fact(ctx: IngestContext, batch: queries.Batch, work: EpisodeWork, draft: Fa
         "fact": draft.fact,
         "fact_embedding": draft.embedding,
         "episodes": [work.record],
+        "statements": [_statement(work, draft)],
         "confidence": draft.confidence,
         "valid_at": draft.valid_at,
         "invalid_at": draft.invalid_at,
@@ -262,6 +275,16 @@ def _fact(ctx: IngestContext, batch: queries.Batch, work: EpisodeWork, draft: Fa
     if draft.closed_by is not None:
         batch.add(queries.FACT_RELINK, id=draft.closed_by["id"], supersedes=draft.record)
     return True
+
+
+def _statement(work: EpisodeWork, draft: FactDraft) -> dict[str, Any]:
+    """What this episode said of the fact (kept so that its wording can go with it)."""
+    return {
+        "episode": work.record,
+        "fact": draft.fact,
+        "valid_at": draft.valid_at,
+        "confidence": draft.confidence,
+    }
 
 
 def revision_row(old: dict[str, Any], *, ends_at: Any, by: RecordID, now: Any) -> dict[str, Any]:

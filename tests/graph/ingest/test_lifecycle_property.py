@@ -90,6 +90,7 @@ FACTS = [
     ("Alice", "LIVES_IN", "Lisbon"),
     ("Dan Okafor", "WORKS_AT", "Northwind Labs"),
     ("Maria Lopez", "KNOWS", "Carol Diaz"),
+    ("Maria Lopez", "WORKS_AT", "Northwind Labs"),  # the report says it too, in its words
 ]
 REFERENCE = datetime(2024, 7, 1, tzinfo=UTC)
 
@@ -326,6 +327,13 @@ def test_a_fact_made_current_again_ends_where_a_later_one_begins(
     order = sorted(POOL)
     steps = [("upload", order.index(k)) for k in ("chat", "note", "later-note")]
     asyncio.run(Scenario(store_config).run([*steps, ("delete", 2)]))  # note.txt
+
+
+def test_a_fact_shows_its_next_statement_when_the_first_goes(store_config: StoreConfig) -> None:
+    """The report states Maria's job, an API call repeats it in its own words and time;
+    deleting the report leaves the API's statement, not the report's wording."""
+    steps = [("upload", sorted(POOL).index("report")), ("fact", 3), ("delete", 0)]
+    asyncio.run(Scenario(store_config).run(steps))
 
 
 def test_deleting_an_export_keeps_what_its_predecessor_holds(store_config: StoreConfig) -> None:
