@@ -26,20 +26,10 @@ from kgapp.graph.records import parse_record_id
 from tenants.graph import tenant_graph
 from tenants.models import Role
 from tests.browser.conftest import ARTIFACTS, wait_for
+from tests.chat_exports import CHAT, CHAT_EXTENDED
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-CHAT = [
-    {"speaker": "Nadia", "text": "I moved to Lisbon in March and joined Tidewater Labs.",
-     "timestamp": "2024-03-02T10:00:00Z"},
-    {"speaker": "Omar", "text": "Does Tidewater Labs still work with Harbour Bank?",
-     "timestamp": "2024-03-02T10:01:00Z"},
-    {"speaker": "Nadia", "text": "Yes, and my manager Ines Costa runs that project.",
-     "timestamp": "2024-03-02T10:02:00Z"},
-]
-# The next export of the same chat: one message more, with a kitten only it mentions.
-CHAT_EXTENDED = [*CHAT, {"speaker": "Omar", "text": "I adopted a kitten called Biscuit yesterday.",
-                         "timestamp": "2024-03-05T09:00:00Z"}]
 NOTES = "Ines Costa lives in Porto.\n\nHarbour Bank opened an office in Faro.\n"
 NOTES_EDITED = "Ines Costa lives in Porto.\n\nHarbour Bank opened an office in Braga.\n"
 
