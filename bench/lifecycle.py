@@ -263,8 +263,8 @@ class Graph:
 
 
 async def document_episodes(store: TenantStore, document: Any) -> set[str]:
-    rows = await store.query_one(queries.EPISODES_OF_DOCUMENT, {"document": document}) or []
-    return {str(r) for r in rows}
+    rows = await store.query_one(queries.DOCUMENT_CLAIMS, {"document": document}) or []
+    return {str(r["id"]) for r in rows}
 
 
 # --- Deleting either document --------------------------------------------------------

@@ -290,16 +290,19 @@ EPISODE_FOLLOWS = "RELATE $episode->occurred_after->$previous RETURN NONE;"
 # the transaction fails with "already exists" and the episode is resolved again.
 ENTITY_CREATE = "CREATE $id CONTENT $row RETURN NONE;"
 
+# A generic type takes $type, the first specific one the episode gave (ENTITY_TYPE_REFINE).
 ENTITY_SEEN = """
 UPDATE $id SET last_seen_at = time::max([last_seen_at, $seen]),
     first_seen_at = time::min([first_seen_at, $seen]),
+    entity_type = IF entity_type = 'Entity' AND $type != NONE THEN $type ELSE entity_type END,
     name_embedding = name_embedding ?? $embedding RETURN NONE;
 """
 
 ENTITY_SUMMARY_SET = "UPDATE $id SET summary = $summary RETURN NONE;"
 
-# An entity known only by the generic type takes the type a later mention gives it, so
-# that the order of uploads and facts added through the API does not decide its type.
+# An entity known only by the generic type takes a more specific one (a curator's merge
+# gives the merged entity's), so that the order of uploads, API facts and merges does
+# not decide its type.
 ENTITY_TYPE_REFINE = "UPDATE $id SET entity_type = $type WHERE entity_type = 'Entity' RETURN NONE;"
 
 # Resolution may have matched an entity that a curator merged before this transaction:
@@ -459,9 +462,6 @@ WHERE ($saga = NONE OR saga = $saga) AND ($document = NONE OR document = $docume
 ORDER BY valid_at DESC, chunk_index LIMIT $limit START $offset;
 """
 
-# The episodes a document's current version holds (schema/0016_lifecycle.surql).
-EPISODES_OF_DOCUMENT = "SELECT VALUE id FROM episode WHERE documents CONTAINS $document;"
-
 # What a document's previous version held (kgapp/graph/ingest/versions.py), and the
 # episodes that hold given conversation messages.
 DOCUMENT_EPISODES_HELD = """
@@ -472,6 +472,7 @@ LET $holders = array::distinct((SELECT VALUE episode FROM $ids WHERE id != NONE)
 SELECT id, message_keys, created_at, documents FROM $holders WHERE id != NONE;
 """
 
+# The episodes a document's current version holds, with the documents that hold each.
 DOCUMENT_CLAIMS = "SELECT id, documents FROM episode WHERE documents CONTAINS $document;"
 
 # A document lets go of episodes: each shows another document that holds it, if any;

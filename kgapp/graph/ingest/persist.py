@@ -106,7 +106,7 @@ def _entities(
 ) -> dict[str, RecordID]:
     touched: dict[str, RecordID] = {}
     seen_at = work.input.reference_time
-    spelled, typed = _refine_types(batch, work)
+    spelled, typed = _said(work)
     for draft in work.entities:
         assert draft.record is not None
         if draft.alias:
@@ -140,12 +140,7 @@ def _entities(
             row = _entity_row(draft, draft.summary, seen_at)
             batch.add(queries.ENTITY_CREATE, id=draft.record, row=row)
         else:
-            old = summaries.get(key, "")
-            batch.add(queries.ENTITY_NOT_MERGED, id=draft.record)
-            batch.add(queries.ENTITY_SEEN, id=draft.record, seen=seen_at, embedding=draft.embedding)
-            summary = merge_summary(old, draft.summary)
-            if summary != old:  # every change re-indexes the summary's full-text index
-                batch.add(queries.ENTITY_SUMMARY_SET, id=draft.record, summary=summary)
+            _seen_again(batch, draft, summaries.get(key, ""), seen_at, _specific(typed[key]))
         batch.add(
             queries.MENTION,
             episode=work.record,
@@ -160,24 +155,38 @@ def _entities(
     return touched
 
 
-def _refine_types(
-    batch: queries.Batch, work: EpisodeWork
-) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
-    """A generic type is refined by the entity's own name first, then by a merged one's;
-    returns every name and type this episode gave each entity (its one mention keeps
-    them all, own names' types first)."""
+def _seen_again(
+    batch: queries.Batch, draft: EntityDraft, old: str, seen_at: Any, refined: str | None
+) -> None:
+    """An existing entity mentioned again: still not merged, seen then, its generic type
+    refined, its summary extended."""
+    batch.add(queries.ENTITY_NOT_MERGED, id=draft.record)
+    batch.add(
+        queries.ENTITY_SEEN, id=draft.record, seen=seen_at, embedding=draft.embedding, type=refined
+    )
+    summary = merge_summary(old, draft.summary)
+    if summary != old:  # every change re-indexes the summary's full-text index
+        batch.add(queries.ENTITY_SUMMARY_SET, id=draft.record, summary=summary)
+
+
+def _said(work: EpisodeWork) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+    """Every name and type this episode gave each entity, by record (its one mention
+    keeps them all); types of the entity's own names first, then a merged one's."""
     spelled: dict[str, dict[str, None]] = {}
     typed: dict[str, dict[str, None]] = {}
     for draft in work.entities:
         spelled.setdefault(str(draft.record), {})[draft.name] = None
     for draft in sorted(work.entities, key=lambda d: not d.own_name):
         typed.setdefault(str(draft.record), {})[draft.entity_type] = None
-        if not draft.is_new and draft.entity_type != GENERIC_ENTITY_TYPE:
-            batch.add(queries.ENTITY_TYPE_REFINE, id=draft.record, type=draft.entity_type)
     return (
         {key: list(names) for key, names in spelled.items()},
         {key: list(types) for key, types in typed.items()},
     )
+
+
+def _specific(types: list[str]) -> str | None:
+    """The type that refines a generic one: the first specific type given, if any."""
+    return next((t for t in types if t != GENERIC_ENTITY_TYPE), None)
 
 
 def alias_record(draft: EntityDraft) -> RecordID:

@@ -135,8 +135,8 @@ async def claims_withdraw(
 async def document_delete(store: TenantStore, document: RecordID) -> Removal:
     """Remove the document, and every episode, fact or entity only it supported."""
     await _existing(store, "document", document)
-    episodes = await store.query_one(queries.EPISODES_OF_DOCUMENT, {"document": document}) or []
-    removal = await claims_withdraw(store, document, list(episodes))
+    claims = await store.query_one(queries.DOCUMENT_CLAIMS, {"document": document}) or []
+    removal = await claims_withdraw(store, document, [row["id"] for row in claims])
     await store.transaction(queries.DOCUMENT_REMOVE, {"document": document})
     return removal
 
