@@ -1,5 +1,5 @@
 .DEFAULT_GOAL := help
-.PHONY: help setup run test lint lifecycle bench bench-compare bench-million load faults restarts fuzz injection clean
+.PHONY: help setup run test lint lifecycle truth bench bench-compare bench-million load faults restarts fuzz injection clean
 
 help: ## Show the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-13s %s\n", $$1, $$2}'
@@ -23,9 +23,12 @@ lifecycle: setup ## Lifecycle property, long run: 200 random upload/re-upload/de
 	KG_LIFECYCLE_EXAMPLES=$(or $(LIFECYCLE_EXAMPLES),200) .venv/bin/python -m pytest \
 	  tests/graph/ingest/test_lifecycle_property.py -q -p no:cacheprovider --timeout 0
 
+truth: setup ## Graph truth: the graph scored against the gold set and Re-DocRED (TRUTH_ARGS="--half dev --show")
+	.venv/bin/python bench/truth.py $(TRUTH_ARGS)
+
 bench: setup ## Run the benchmarks in bench/ and print their figures (not the load test)
 	@for script in bench/*.py; do \
-	  case "$$script" in bench/load.py|bench/locustfile.py|bench/faults.py|bench/restarts.py|bench/conftest.py|bench/scratch.py) continue;; esac; \
+	  case "$$script" in bench/load.py|bench/locustfile.py|bench/faults.py|bench/restarts.py|bench/conftest.py|bench/scratch.py|bench/truth_gold.py|bench/truth_redocred.py) continue;; esac; \
 	  echo "== $$script"; .venv/bin/python $$script || exit 1; done
 
 bench-compare: setup ## kgapp vs Graphiti vs LightRAG, same corpus and model: writes docs/benchmarks.md
