@@ -185,7 +185,9 @@ def _absolute(text: str, ref: datetime) -> NamedDate | None:
         month = _MONTHS[m.group(1).lower()]
         year = ref.year if month <= ref.month else ref.year - 1
         return _named(_day(year, month, 1), "month")
-    if m := re.search(r"\b(?:in|since|back in|from|during)\s+((?:19|20)\d{2})\b", text):
+    if m := re.search(
+        r"\b(?:in|since|back in|from|during|by|until|of)\s+((?:19|20)\d{2})\b", text, re.IGNORECASE
+    ):
         return _named(_day(int(m.group(1)), 1, 1), "year", True)
     return None
 
@@ -258,3 +260,47 @@ def _day(year: int, month: int, day: int) -> datetime | None:
 
 def _midnight(moment: datetime) -> datetime:
     return moment.replace(hour=0, minute=0, second=0, microsecond=0)
+
+
+_SEASONS = {"spring": 3, "summer": 6, "autumn": 9, "fall": 9, "winter": 12}
+_SEASON = "|".join(_SEASONS)
+_LATER = rf"\b{_COUNT}\s+(year|month)s?\s+(?:later|after(?:wards)?)\b"
+
+
+def resolve_in_context(
+    text: str, reference: datetime, context: NamedDate | None, *, future: bool = False
+) -> NamedDate | None:
+    """As `resolve_named`, in a text whose paragraph or section has stated the date
+    `context` ("In March 2019, ..."): what refers back to it ("later that year", "the
+    following spring", "two years later", "that summer", "in May") resolves against
+    it; what the writer says of their own present ("last week", "yesterday") against
+    `reference`."""
+    ref = reference.astimezone(UTC)
+    lowered = " ".join(text.lower().split())
+    # A month without its year ("in May") is in the context's year.
+    year_end = None if context is None else _day(context.start.year, 12, 31)
+    found = _absolute(text, year_end or ref)
+    if found is not None or context is None:
+        return found or _relative(lowered, ref, future)
+    return _anaphoric(lowered, context) or _relative(lowered, ref, future)
+
+
+def _anaphoric(lowered: str, context: NamedDate) -> NamedDate | None:
+    year = context.start.year
+    if m := re.search(rf"\b(the following|the next|that|the same|this)\s+({_SEASON})\b", lowered):
+        shift = 1 if m.group(1) in ("the following", "the next") else 0
+        return _named(_day(year + shift, _SEASONS[m.group(2)], 1), "month", True)
+    if re.search(r"\bthe (following|next) year\b", lowered):
+        return _named(_day(year + 1, 1, 1), "year", True)
+    if m := re.search(_LATER, lowered):
+        count = _count(m.group(1))
+        if m.group(2) == "year":
+            return _named(_day(year + count, 1, 1), "year", True)
+        month = context.start.month - 1 + count
+        return _named(_day(year + month // 12, month % 12 + 1, 1), "month", True)
+    if re.search(r"\b(that|the same) year\b|\b(later|earlier) in the year\b", lowered):
+        return _named(_day(year, 1, 1), "year", True)
+    if re.search(r"\bthe (following|next) month\b|\ba month later\b", lowered):
+        month = context.start.month
+        return _named(_day(year + month // 12, month % 12 + 1, 1), "month", True)
+    return None

@@ -63,14 +63,14 @@ def test_named_entities_are_typed(extractor) -> None:
     assert ("Barack Obama", "VISIT", "Berlin") in triples(found)
 
 
-def test_noun_phrases_are_entities_lower_case_without_determiners(extractor) -> None:
+def test_noun_phrases_in_facts_are_entities_lower_case_without_determiners(extractor) -> None:
     found = chat(
         extractor,
         "Ria: Pottery classes are relaxing. I signed up for a watercolor workshop and "
         "joined a local hiking club. Tom: Are pottery classes expensive?",
     )
     named = types(found)
-    assert named["pottery classes"] == "Event"  # lower case, as written mid-sentence
+    assert "pottery classes" not in named and "Pottery classes" not in named  # in no fact
     assert named["watercolor workshop"] == "Event"
     assert named["local hiking club"] == "Organization"
     assert not any(name.startswith(("a ", "the ", "my ")) for name in named)
@@ -117,10 +117,10 @@ def test_subject_carries_over_a_conjunction_and_xcomp_chains(extractor) -> None:
 
 
 def test_copula_and_a_named_relative(extractor) -> None:
-    found = chat(extractor, "Tom: My friend Mel is a nurse. My sister is married to Omar.")
+    found = chat(extractor, "Tom: My friend Mel is a paramedic. My sister is married to Omar.")
     assert {
         ("Mel", "FRIEND_OF", "Tom"),
-        ("Mel", "IS_A", "nurse"),
+        ("Mel", "IS_A", "paramedic"),
         ("Tom's sister", "MARRIED_TO", "Omar"),
     } <= triples(found)
     assert types(found)["Tom's sister"] == "Person"
@@ -136,7 +136,7 @@ def test_a_short_form_of_a_speakers_name_is_that_speaker(extractor) -> None:
     assert ("Melanie", "SEND", "postcard") in triples(found)
 
 
-def test_a_noun_phrase_in_no_fact_is_an_entity_only_when_it_recurs(extractor) -> None:
+def test_a_noun_phrase_in_no_fact_is_no_entity_however_often_it_recurs(extractor) -> None:
     once = chat(extractor, "Tom: What a wild ride this season was.")
     assert "wild ride" not in types(once)
     twice = chat(
@@ -144,7 +144,9 @@ def test_a_noun_phrase_in_no_fact_is_an_entity_only_when_it_recurs(extractor) ->
         "Tom: The climbing gym was packed today.",
         "Ria: Was the climbing gym open late?",
     )
-    assert "climbing gym" in types(twice)
+    assert "climbing gym" not in types(twice)
+    used = chat(extractor, "Tom: I joined the climbing gym near the station.")
+    assert "climbing gym" in types(used)
 
 
 def test_negated_hypothetical_and_asked_facts_are_not_asserted(extractor) -> None:

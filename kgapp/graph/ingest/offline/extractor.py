@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from kgapp.graph.documents.messages import Message, parse_message_lines
 from kgapp.graph.ingest.offline.reader import Reader
-from kgapp.graph.ingest.offline.turns import Turn, conversation_turns, text_turn
+from kgapp.graph.ingest.offline.turns import Turn, conversation_turns, text_turns
 from kgapp.graph.llm.prompts.extract import Extraction
 
 if TYPE_CHECKING:
@@ -137,7 +137,7 @@ class OfflineExtractor:
         if any(s.strip() for s in speakers):
             messages = parse_message_lines(content)
             return self.extract_conversation(messages, reference_time=reference_time, cast=speakers)
-        return self._extract([text_turn(content)], [], reference_time)
+        return self._extract(text_turns(content), [], reference_time)
 
     def extract_conversation(
         self,

@@ -7,6 +7,8 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from kgapp.graph.ingest.offline.entities import Mention
+from kgapp.graph.ingest.offline.evidence import full_names, name_types
+from kgapp.graph.ingest.offline.focus import Focus
 from kgapp.graph.ingest.offline.phrases import (
     head_type,
     modifiers,
@@ -51,6 +53,10 @@ class MentionReader:
         } | set(speakers)
         self.lowercase = {t.text for doc in docs for t in doc if t.text.islower()}
         self.turn = Turn(None, None, "")
+        self.types = name_types(docs)
+        self.shorts = full_names(docs, self.types)
+        self.focus = Focus(conversation=bool(speakers))
+        self.focus.speakers = set(speakers)
 
     def _named(self, span: Span) -> Mention | None:
         """The named entity `span` as a mention, determiners and possessives trimmed."""
@@ -65,6 +71,9 @@ class MentionReader:
         if not tokens or not proper(tokens, entity_type) or not self._corroborated(tokens):
             return None
         name = written(tokens)
+        if len(tokens) == 1:
+            name = self.shorts.get(name.casefold(), name)
+        entity_type = self.types.get(name.casefold(), entity_type)
         if len(tokens) > 1 and tokens[0].lower_ in PROJECT_WORDS:
             entity_type = "Project"
         if entity_type == "Person":
@@ -98,6 +107,9 @@ class MentionReader:
             return self._named(span) if span is not None else None
         if root.pos_ not in ("NOUN", "PROPN") or root.ent_type_ in DATE_LABELS:
             return None
+        described = self.focus.description(root)
+        if described is not None:
+            return described
         if root.lower_ in RELATIONAL or root.lemma_.lower() in RELATIONAL:
             return self._relative(root)
         tokens = modifiers(root) + [root]
@@ -144,7 +156,7 @@ class MentionReader:
         """Who or what `token` (a subject or object) refers to, if it is an entity."""
         lower = token.lower_
         if token.pos_ == "PRON" or lower in FIRST_PERSON | SECOND_PERSON | FIRST_PLURAL:
-            return self._pronoun(lower)
+            return self._pronoun(lower) or self.focus.pronoun(token)
         if token.dep_ == "nsubj" and token.tag_ in ("WP", "WDT") and token.head.dep_ == "relcl":
             return self._mention(token.head.head)
         return self._phrase(token)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from wordfreq import zipf_frequency
+
 from kgapp.graph.ingest.offline.turns import Turn
 from kgapp.graph.ingest.offline.vocabulary import (
     AMOUNTS,
@@ -21,6 +23,14 @@ from kgapp.graph.ingest.offline.vocabulary import (
 
 if TYPE_CHECKING:
     from spacy.tokens import Token
+
+# A word used less than about once per 100,000 words (Zipf 4.0) is rare enough to name a
+# topic on its own; a phrase of words all at least as common as "time" or "way" (Zipf
+# 5.5) names nothing in particular ("the other one").
+SPECIFIC_ZIPF = 4.0
+COMMON_ZIPF = 5.5
+# The derivational endings of English abstract nouns: qualities and states.
+ABSTRACT_SUFFIXES = ("ness", "ity", "ment", "hood", "ship", "dom", "ance", "ence", "tude")
 
 
 def proper(tokens: list[Token], entity_type: str) -> bool:
@@ -81,6 +91,19 @@ def names_a_thing(tokens: list[Token]) -> bool:
     if root.i + 1 < len(root.doc) and root.nbor().text == "-" and not root.whitespace_:
         return False  # the first half of a hyphenated word: "de-stress"
     return not any(t.pos_ == "PRON" or t.like_num for t in tokens)
+
+
+def specific(name: str) -> bool:
+    """A noun phrase that names a specific thing or topic: several words ("pottery
+    class", "sugary snacks"), or one word that general English uses rarely
+    ("kayaking", "ceramics"), not an everyday or abstract noun ("photo", "mix",
+    "clarity", "beauty"). How rare: `wordfreq`'s Zipf frequency, which counts words in
+    a broad mix of English text (SPECIFIC_ZIPF)."""
+    words = name.split()
+    if len(words) > 1:
+        return not all(zipf_frequency(w, "en") >= COMMON_ZIPF for w in words)
+    word = name.lower()
+    return zipf_frequency(word, "en") < SPECIFIC_ZIPF and not word.endswith(ABSTRACT_SUFFIXES)
 
 
 def head_type(root: Token) -> str:

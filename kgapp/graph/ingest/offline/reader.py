@@ -7,9 +7,20 @@ from collections.abc import Iterator
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from kgapp.graph.ingest.offline.dating import Dating, vague_past
 from kgapp.graph.ingest.offline.entities import Entities, Mention
 from kgapp.graph.ingest.offline.mentions import MentionReader
-from kgapp.graph.ingest.offline.phrases import modifiers, phrase_tokens
+from kgapp.graph.ingest.offline.phrases import modifiers, phrase_tokens, specific
+from kgapp.graph.ingest.offline.roles import (
+    EMPLOYMENT,
+    Role,
+    predecessor,
+    role_of,
+    role_sentence,
+    sited,
+    stated_role,
+    successor,
+)
 from kgapp.graph.ingest.offline.sentence import fact_sentence
 from kgapp.graph.ingest.offline.syntax import (
     asserted,
@@ -21,6 +32,7 @@ from kgapp.graph.ingest.offline.syntax import (
     is_predicate,
     is_question,
     lemma_of,
+    no_longer,
     object_relative,
     objects,
     subjects_of,
@@ -44,15 +56,9 @@ from kgapp.graph.llm.prompts.extract import (
 )
 from kgapp.graph.ontology import DEFAULT_ONTOLOGY
 from kgapp.graph.text import relation_name
-from kgapp.graph.time import resolve_date
 
 if TYPE_CHECKING:
     from spacy.tokens import Doc, Token
-
-# A noun phrase that takes part in no fact is an entity when the episode names it this
-# often: a topic people come back to ("the dance studio"), not a figure of speech said
-# once ("a wild ride", "a balancing act"), which would be a dot with no edge.
-PHRASE_MENTIONS = 2
 
 
 class Reader(MentionReader):
@@ -67,36 +73,41 @@ class Reader(MentionReader):
     ) -> None:
         super().__init__(reference_time, speakers, docs, modifier_words)
         self.entities = Entities()
-        # Noun phrases in no fact: an entity only when the episode comes back to them.
-        self.phrases: dict[str, list[Mention]] = {}
         self.facts: list[ExtractedFact] = []
         self.seen: set[tuple[str, str, str]] = set()
+        self.dating = Dating(reference_time)
+        # (subject, folded relation, object) -> index in facts; positions held, in order.
+        self.opened: dict[tuple[str, str, str], int] = {}
+        self.held: dict[str, list[tuple[str, str, Mention]]] = {}
         for speaker in speakers:
             self.entities.add(speaker, "Person", 0, fixed=True)
             self.entities.describe(speaker, f"{speaker} is a participant of the conversation.")
 
     def extraction(self) -> Extraction:
-        for mentions in self.phrases.values():
-            if len(mentions) >= PHRASE_MENTIONS:
-                self.entities.add(mentions[0].name, mentions[0].entity_type, 3)
         return Extraction(
             entities=self.entities.ranked()[:MAX_ENTITIES], facts=self.facts[:MAX_FACTS]
         )
 
     def read(self, doc: Doc, turn: Turn) -> None:
         self.turn = turn
+        self.dating.enter(turn)
+        self.focus.next_turn()
         for span in doc.ents:
             named = self._named(span)
             if named is not None:
                 self.entities.add(named.name, named.entity_type, 2)
+                self.focus.note(span.root, named)
+        if turn.heading:
+            return
         for chunk in doc.noun_chunks:
+            if chunk.root.lower_ not in RELATIONAL:
+                continue  # a noun phrase is an entity only when a fact needs it
             mention = self._phrase(chunk.root)
-            if mention is not None and " " in mention.name:
-                self.phrases.setdefault(mention.name.casefold(), []).append(mention)
-            if mention is not None and chunk.root.lower_ in RELATIONAL:
+            if mention is not None:
                 self._kinship(chunk.root, mention)
         for sentence in doc.sents:
-            if is_question(sentence):
+            self.dating.sentence(sentence)
+            if is_question(sentence) or vague_past(sentence.text):
                 continue
             for token in sentence:
                 if is_predicate(token):
@@ -141,11 +152,99 @@ class Reader(MentionReader):
         if not subjects and dropped_first_person(verb) and self.turn.speaker:
             speaker = self.turn.speaker
             subjects = [Mention(speaker, "Person", speaker, speaker_pronoun=True, weak=True)]
-        if not subjects:
+        if not subjects or self._position(verb, subjects[0]):
             return
+        if future(verb) and not all(s.speaker_pronoun for s in subjects):
+            return  # a prediction, or someone else's plan: "you'll love Lisbon"
+        places = sited(verb)
+        if places:
+            self._sites(verb, subjects, places)
         for relation, target, pieces in self._predicates(verb):
+            if target in places:
+                continue
             for subject in subjects:
                 self._fact(verb, subject, relation, target, pieces)
+
+    # --- positions and sites (roles.py)
+
+    def _when(self, verb: Token) -> datetime | None:
+        named = self.dating.clause(clause_text(verb), future=future(verb))
+        return named.start if named else None
+
+    def _position(self, verb: Token, holder: Mention) -> bool:
+        """A clause about a position held (roles.py): True when it said nothing else."""
+        stated = stated_role(verb)
+        if stated is None or holder.entity_type != "Person":
+            return False
+        how, role = stated
+        when = self._when(verb)
+        if how == "succeed":
+            self._succession(verb, holder, role, when)
+        elif how == "end":
+            held = self._held(holder, role, ending=True)
+            if held is not None:
+                self._position_fact(holder, *held, when, ended=True)
+        else:
+            organization = self._organization(role.organization)
+            if organization is not None:
+                self._position_fact(holder, role.relation, role.words, organization, when)
+            return verb.lemma_.lower() in ("be", "become", "appoint", "name", "elect", "make")
+        return True
+
+    def _succession(self, verb: Token, holder: Mention, role: Role, when: datetime | None) -> None:
+        passive = any(c.dep_ == "auxpass" for c in verb.children)
+        other = successor(verb) if passive else predecessor(verb)
+        second = self._mention(other) if other is not None else None
+        if second is not None and other is not None and second.name == holder.name:
+            second = self.focus.pronoun(other, other_than=holder.name)
+        if second is None or second.entity_type != "Person":
+            return
+        before, after = (holder, second) if passive else (second, holder)
+        held = self._held(before, role, ending=False)
+        if held is not None:
+            self._position_fact(before, *held, when, ended=True)
+            self._position_fact(after, *held, when)
+
+    def _held(
+        self, holder: Mention, role: Role, *, ending: bool
+    ) -> tuple[str, str, Mention] | None:
+        """The position `role` names, else the holder's last one read, else (for an
+        ending) their employment at the organisation in focus."""
+        if role.relation:
+            organization = self._organization(role.organization)
+            return (role.relation, role.words, organization) if organization else None
+        held = self.held.get(holder.name.casefold())
+        if held:
+            return held[-1]
+        top = self.focus.top_organization()
+        return (EMPLOYMENT, "", top) if ending and top is not None else None
+
+    def _organization(self, token: Token | None) -> Mention | None:
+        if token is None:
+            return self.focus.top_organization()
+        found = self._mention(token)
+        return found if found is not None and found.entity_type == "Organization" else None
+
+    def _position_fact(
+        self,
+        holder: Mention,
+        relation: str,
+        words: str,
+        organization: Mention,
+        when: datetime | None,
+        *,
+        ended: bool = False,
+    ) -> None:
+        if ended and self._close(holder, relation, organization, when):
+            return
+        if not ended:
+            self.held.setdefault(holder.name.casefold(), []).append((relation, words, organization))
+        sentence = (
+            role_sentence(holder, words, organization, ended)
+            if words
+            else f"{holder.name} {'worked' if ended else 'works'} at {organization.name}."
+        )
+        self._record(holder, relation, organization, sentence, when, ended=ended)
 
     def _agent(self, token: Token) -> Mention | None:
         """The subject `token` as an entity that can do or be something: a person, a
@@ -196,40 +295,89 @@ class Reader(MentionReader):
         self, verb: Token, subject: Mention, relation: str, target: Token, pieces: list[Token]
     ) -> None:
         obj = self._mention(target)
-        if obj is None or obj.name.casefold() == subject.name.casefold():
+        if obj is None or obj.name.casefold() == subject.name.casefold() or role_of(target):
             return
         if obj.speaker_pronoun and lemma_of(verb) not in PERSONAL_VERBS:
             return  # "tell you", "see you", "thank you": talk, not facts
         if any(c.dep_ == "det" and c.lower_ == "no" for c in target.children):
             return
+        if not self.speakers and not (subject.named and obj.named):
+            return  # prose: facts join named things; descriptions are no entities
+        if not obj.named and not obj.speaker_pronoun and not specific(obj.name):
+            return  # "felt a mix", "had yoga": a general word says nothing of anyone
         name = relation_name(relation)
         if name == "JOIN" and not (obj.named and obj.entity_type == "Organization"):
             # Joining a class or a club is not employment (JOIN folds onto WORKS_AT).
             name = "PARTICIPATED_IN" if obj.entity_type == "Event" else "MEMBER_OF"
-        folded = DEFAULT_ONTOLOGY.relation(name)
-        ending = _ended(name, obj, target)
-        state = ending or folded
-        subject_type, object_type = ROLES.get(DEFAULT_ONTOLOGY.relation(state), (None, None))
-        key = (subject.name.casefold(), ending or name, obj.name.casefold())
+        ending = _ended(name, obj, target) or (name if no_longer(verb) else None)
+        when = self._when(verb)
+        if ending == EMPLOYMENT:  # leaving a job ends the positions held there
+            for relation, _, place in self.held.get(subject.name.casefold(), []):
+                if place.name == obj.name:
+                    self._close(subject, relation, obj, when)
+        if ending and self._close(subject, ending, obj, when):
+            return
+        sentence = fact_sentence(verb, subject, obj, target, pieces, self.turn)
+        self._record(subject, ending or name, obj, sentence, when, ended=bool(ending))
+
+    def _sites(self, verb: Token, subjects: list[Mention], places: list[Token]) -> None:
+        """ "founded Acme in Bergen": Acme LOCATED_IN Bergen."""
+        direct = [m for c in verb.children if c.dep_ == "dobj" and (m := self._mention(c))]
+        sited = [m for m in [*direct, *subjects] if m.entity_type == "Organization"][:1]
+        relation = "HEADQUARTERED_IN" if verb.lemma_.lower() == "headquarter" else "LOCATED_IN"
+        for organization in sited:
+            for token in places:
+                place = self._mention(token)
+                if place is not None:
+                    sentence = f"{organization.name} is in {place.name}."
+                    self._record(organization, relation, place, sentence, self._when(verb))
+
+    def _record(
+        self,
+        subject: Mention,
+        relation: str,
+        obj: Mention,
+        sentence: str,
+        when: datetime | None,
+        *,
+        ended: bool = False,
+    ) -> None:
+        """A fact, once per episode: begun at `when`, or, `ended`, over by then."""
+        key = (subject.name.casefold(), relation, obj.name.casefold())
         if key in self.seen:
             return
         self.seen.add(key)
-        sentence = fact_sentence(verb, subject, obj, target, pieces, self.turn)
-        when = resolve_date(clause_text(verb), self.reference_time, future=future(verb))
+        folded = DEFAULT_ONTOLOGY.relation(relation)
+        subject_type, object_type = ROLES.get(folded, (None, None))
         self._add_endpoint(subject, subject_type, sentence)
         self._add_endpoint(obj, object_type, sentence)
+        self.opened[(key[0], folded, key[2])] = len(self.facts)
         self.facts.append(
             ExtractedFact(
                 source=subject.name,
-                relation=ending or name,
+                relation=relation,
                 target=obj.name,
                 fact=sentence[:1000],
-                edge_type="temporal" if when or ending else "semantic",
+                edge_type="temporal" if when or ended else "semantic",
                 confidence=0.6 if subject.weak or obj.weak else 0.8,
-                valid_at=None if ending else (when.isoformat() if when else None),
-                invalid_at=(when or self.reference_time).isoformat() if ending else None,
+                valid_at=None if ended else (when.isoformat() if when else None),
+                invalid_at=(when or self.reference_time).isoformat() if ended else None,
             )
         )
+
+    def _close(self, subject: Mention, relation: str, obj: Mention, when: datetime | None) -> bool:
+        """End a fact this episode has begun ("joined Acme in 2020 ... left it in 2023");
+        False when there is none."""
+        key = (subject.name.casefold(), DEFAULT_ONTOLOGY.relation(relation), obj.name.casefold())
+        index = self.opened.get(key)
+        if index is None or self.facts[index].invalid_at is not None:
+            return False
+        fact = self.facts[index]
+        end = (when or self.reference_time).isoformat()
+        if fact.valid_at is not None and fact.valid_at >= end:
+            return False
+        self.facts[index] = fact.model_copy(update={"invalid_at": end, "edge_type": "temporal"})
+        return True
 
     def _add_endpoint(self, mention: Mention, role_type: str | None, sentence: str) -> None:
         entity_type = mention.entity_type

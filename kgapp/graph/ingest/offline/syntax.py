@@ -10,9 +10,12 @@ from typing import TYPE_CHECKING
 from kgapp.graph.ingest.offline.vocabulary import (
     ASPECT,
     EVALUATIVE,
+    HEDGES,
     INTENT,
     MODALS_OF_DOUBT,
     NER_TYPES,
+    REPORTING,
+    RUMOUR,
 )
 
 if TYPE_CHECKING:
@@ -47,10 +50,20 @@ def verb_chain(verb: Token) -> list[Token]:
 
 
 def asserted(verb: Token) -> bool:
-    """False when the clause is negated, conditional or hedged by a modal."""
+    """False when the clause is negated, conditional, hedged by a modal or an adverb of
+    doubt, or reported ("she thinks", "according to", "rumour has it"). "No longer"
+    and "not ... anymore" assert an ending (`no_longer`)."""
+    if reported(verb):
+        return False
     for link in verb_chain(verb):
         for child in link.children:
+            if child.dep_ == "neg" and no_longer(link):
+                continue
             if child.dep_ == "neg" or child.lower_ in ("never", "no"):
+                return False
+            if child.lower_ in HEDGES or _conditional(child):
+                return False
+            if child.dep_ == "prep" and child.lower_ == "according":
                 return False
             if child.dep_ == "aux" and child.tag_ == "MD" and child.lower_ in MODALS_OF_DOUBT:
                 return False
@@ -59,6 +72,35 @@ def asserted(verb: Token) -> bool:
             if child.dep_ == "nsubj" and child.lower_ in ("nobody", "nothing", "noone"):
                 return False
     return True
+
+
+def _conditional(child: Token) -> bool:
+    """ "If we win the bid, we will open in Oslo": the main clause holds on a condition."""
+    return child.dep_ == "advcl" and any(
+        c.dep_ == "mark" and c.lower_ in ("if", "unless") for c in child.children
+    )
+
+
+def reported(verb: Token) -> bool:
+    """The clause is what someone thinks, hopes or says, not what the text states."""
+    for link in verb_chain(verb):
+        if link.dep_ in ("ccomp", "xcomp") and link.head is not link:
+            head = link.head
+            if head.lemma_.lower() in REPORTING:
+                return True
+            if any(c.dep_ == "nsubj" and c.lemma_.lower() in RUMOUR for c in head.children):
+                return True
+    return False
+
+
+def no_longer(verb: Token) -> bool:
+    """ "She no longer sits on the board", "he doesn't work there anymore"."""
+    for child in verb.children:
+        if child.lower_ == "longer" and any(c.lower_ in ("no", "not") for c in child.children):
+            return True
+        if child.lower_ in ("anymore", "longer") and any(c.dep_ == "neg" for c in verb.children):
+            return True
+    return False
 
 
 def object_relative(verb: Token) -> bool:
@@ -75,11 +117,35 @@ def is_let(verb: Token) -> bool:
 
 
 def subjects_of(verb: Token) -> list[Token]:
+    stray = _stray_subject(verb)
+    if stray is not None:
+        return [stray]
     for link in verb_chain(verb):
         own = [c for c in link.children if c.dep_ in ("nsubj", "nsubjpass")]
         if own:
             return [t for s in own for t in with_conjuncts(s)]
     return []
+
+
+def _stray_subject(verb: Token) -> Token | None:
+    """ "X stepped down as CEO and Kari Lund replaced her": a name right before a
+    conjoined verb without a subject, which the parser hung on the first clause, is the
+    second clause's subject."""
+    if (
+        verb.dep_ != "conj"
+        or verb.i == 0
+        or any(c.dep_ in ("nsubj", "nsubjpass") for c in verb.children)
+    ):
+        return None
+    before = verb.doc[verb.i - 1]
+    if (
+        before.pos_ == "PROPN"
+        and before.ent_type_
+        and verb.head.i < before.i
+        and before.head.i < verb.i
+    ):
+        return before
+    return None
 
 
 def with_conjuncts(token: Token) -> list[Token]:

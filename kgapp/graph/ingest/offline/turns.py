@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from datetime import datetime
 
 from kgapp.graph.documents.messages import Message
 
@@ -13,16 +14,67 @@ from kgapp.graph.documents.messages import Message
 PHOTO = re.compile(r"\s*\[shared a photo:[^\]]*\]")
 
 
+# A Markdown heading or list item marker, a line of its own.
+HEADING = re.compile(r"^\s{0,3}#{1,6}\s+")
+ITEM = re.compile(r"^\s*(?:[-*+\u2022]|\d{1,3}[.)])\s+")
+# A heading without Markdown: a short line that ends no sentence ("Update, 3 February
+# 2023", "From: Lena Ott").
+SHORT_LINE_WORDS = 12
+
+
 @dataclass(frozen=True)
 class Turn:
     speaker: str | None
     other: str | None  # who "you" is: the other speaker of a two-party conversation
     text: str
+    when: datetime | None = None  # the message's own time
+    heading: bool = False  # a title line: it dates its section, it states no facts
+    paragraph: bool = True  # the first turn of a paragraph (dates stated before lapse)
 
 
 def text_turn(content: str) -> Turn:
     """Content that is no conversation, as one turn without a speaker."""
     return Turn(None, None, PHOTO.sub("", content))
+
+
+def text_turns(content: str) -> list[Turn]:
+    """Content that is no conversation, as turns without a speaker: each heading line,
+    each list item and each paragraph (lines between blank lines) a turn of its own,
+    so that a heading never runs into the sentence after it."""
+    turns: list[Turn] = []
+    content = PHOTO.sub("", content)
+    single = len([line for line in content.splitlines() if line.strip()]) == 1
+    for block in re.split(r"\n\s*\n", content):
+        lines: list[str] = []
+        first = True
+        for line in (line.strip() for line in block.splitlines()):
+            if not line:
+                continue
+            if _is_heading(line, single):
+                turns.extend(_paragraph(lines, first))
+                turns.append(Turn(None, None, HEADING.sub("", line).strip("*_ "), heading=True))
+                lines, first = [], True
+            elif ITEM.match(line):
+                turns.extend(_paragraph(lines, first))
+                turns.append(Turn(None, None, ITEM.sub("", line), paragraph=first))
+                lines, first = [], False
+            else:
+                lines.append(line)
+        turns.extend(_paragraph(lines, first))
+    return turns
+
+
+def _paragraph(lines: list[str], first: bool) -> list[Turn]:
+    return [Turn(None, None, " ".join(lines), paragraph=first)] if lines else []
+
+
+def _is_heading(line: str, single: bool) -> bool:
+    if HEADING.match(line):
+        return True
+    short = len(line.split()) <= SHORT_LINE_WORDS and not line.rstrip("*_ ").endswith(
+        (".", "!", "?", ";", ",")
+    )
+    return short and not single and not ITEM.match(line)
 
 
 def conversation_turns(messages: list[Message], speakers: list[str]) -> list[Turn]:
@@ -33,7 +85,8 @@ def conversation_turns(messages: list[Message], speakers: list[str]) -> list[Tur
         if lines:
             speaker = message.speaker.strip()
             text = PHOTO.sub("", " ".join(lines)).strip()
-            turns.append(Turn(speaker, _other(speaker, speakers), text))
+            other = _other(speaker, speakers)
+            turns.append(Turn(speaker, other, text, when=message.timestamp))
     return turns
 
 

@@ -167,6 +167,7 @@ ROLES: dict[str, tuple[str | None, str | None]] = {
     "WORKS_AT": ("Person", "Organization"),
     "LIVES_IN": ("Person", "Location"),
     "HEADQUARTERED_IN": ("Organization", "Location"),
+    "LOCATED_IN": (None, "Location"),
     # What is used is a tool, whatever NER guessed ("uses Tableau" is not a place).
     "USES": (None, "Product"),
     "STUDIES_AT": ("Person", "Organization"),
@@ -179,3 +180,24 @@ ROLES: dict[str, tuple[str | None, str | None]] = {
 # A name that starts with one of these is a named piece of work: "Project Harrier".
 PROJECT_WORDS = frozenset({"project", "programme", "program", "operation", "initiative"})
 DATE_LABELS = frozenset({"DATE", "TIME", "CARDINAL", "ORDINAL", "MONEY", "PERCENT", "QUANTITY"})
+# Nouns of a position held in an organisation: "CEO of Acme", "its chief executive".
+ROLE_NOUNS = _wordset(
+    """ceo cto cfo coo cmo cio cpo chairman chairwoman chairperson chair president
+    vice-president director executive head manager founder co-founder cofounder owner
+    leader lead editor editor-in-chief spokesperson spokesman spokeswoman treasurer
+    secretary principal dean captain superintendent mayor governor chancellor
+    commissioner"""
+)
+# Adverbs that hedge what the clause says: it is not stated as true.
+HEDGES = _wordset(
+    """maybe perhaps possibly probably reportedly allegedly apparently supposedly
+    hopefully presumably seemingly rumoredly"""
+)
+# Verbs whose complement clause is someone's belief, hope or report, not the text's own
+# statement: "I think she moved", "she said they had hired forty people".
+REPORTING = _wordset(
+    """think believe guess suppose suspect hope wish doubt assume bet imagine expect
+    hear say tell claim report allege rumor rumour seem appear predict reckon fear
+    pray dream wonder"""
+)
+RUMOUR = _wordset("rumor rumour rumors rumours word gossip")

@@ -1,0 +1,68 @@
+"""When a clause's fact began: its own date words, else the date its paragraph or
+section has stated ("In March 2019, X founded Y. She became its CEO."), resolved
+against the time of the message or section it is in."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from kgapp.graph.ingest.offline.turns import Turn
+from kgapp.graph.time import NamedDate, resolve_in_context, resolve_named
+
+if TYPE_CHECKING:
+    from spacy.tokens import Span
+
+# Clauses about a distant, undated past: their facts did not begin at the reference
+# time, and no date can be given to them ("when I was a kid I went to the lake").
+VAGUE_PAST = re.compile(
+    r"\b(when (i|we|he|she|they) (was|were) (a |an )?(kid|kids|child|children|little|young|"
+    r"younger|teenager|teen|boy|girl|in (school|high school|college))|as (a )?(kid|child|"
+    r"teenager)|growing up|back then|back in the day|years ago|long ago|in my childhood|"
+    r"as a little)\b"
+)
+
+
+class Dating:
+    """The dates a text has stated so far: its section's (a dated heading), and its
+    paragraph's (the last date a sentence of the paragraph stated)."""
+
+    def __init__(self, reference: datetime) -> None:
+        self.reference = reference
+        self.section: NamedDate | None = None
+        self.paragraph: NamedDate | None = None
+        self.before: NamedDate | None = None  # the context the sentence began in
+        self.now = reference  # what "today" and "last week" count from
+
+    def enter(self, turn: Turn) -> None:
+        """A new turn: a heading dates its section; a message is its own now."""
+        if turn.heading:
+            self.section = resolve_named(turn.text, self.reference)
+            if self.section is not None and not self.section.with_year:
+                self.section = None
+            self.paragraph = None
+        elif turn.speaker is not None or turn.paragraph:
+            self.paragraph = None
+        day = self.section is not None and self.section.unit == "day"
+        self.now = turn.when or (self.section.start if day and self.section else self.reference)
+
+    @property
+    def context(self) -> NamedDate | None:
+        return self.paragraph or self.section
+
+    def sentence(self, sentence: Span) -> None:
+        """A sentence that states a date governs the undated sentences after it."""
+        self.before = self.context
+        found = resolve_in_context(sentence.text, self.now, self.before)
+        if found is not None:
+            self.paragraph = found
+
+    def clause(self, text: str, *, future: bool) -> NamedDate | None:
+        """The date of a clause whose words are `text`."""
+        own = resolve_in_context(text, self.now, self.before, future=future)
+        return own or self.before or self.context
+
+
+def vague_past(text: str) -> bool:
+    return VAGUE_PAST.search(text.lower()) is not None

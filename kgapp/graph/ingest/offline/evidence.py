@@ -1,0 +1,131 @@
+"""What a whole episode says about each name before any clause is read: its type, by
+the evidence of all its mentions, and the full name a short one stands for ("Berg" for
+Tomas Berg when he is the only Berg).
+
+A name's type is decided once per episode, so that one name never becomes two entities
+of two types. NER's label is one vote per mention; what the sentence says of the name
+weighs more: the object of "founded", the "X" of "CEO of X" or "X's CEO", the noun it
+is called in apposition or by a copula ("X, a shipping company", "X is a port city")."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import TYPE_CHECKING
+
+from kgapp.graph.ingest.offline.vocabulary import (
+    NER_TYPES,
+    ORGANIZATION_HEADS,
+    PLACE_HEADS,
+    ROLE_NOUNS,
+)
+
+if TYPE_CHECKING:
+    from spacy.tokens import Doc, Span, Token
+
+CUE_WEIGHT = 10  # what a sentence says of a name outweighs NER's guesses
+FOUNDING_VERBS = frozenset({"found", "co-found", "cofound", "establish", "incorporate"})
+PERSON_TITLES = frozenset({"mr", "mrs", "ms", "miss", "dr", "prof", "sir", "dame"})
+
+
+def name_of(span: Span) -> str:
+    """The span's words without leading determiners and a trailing possessive."""
+    tokens = list(span)
+    while tokens and (tokens[0].pos_ in ("DET", "PUNCT") or tokens[0].tag_ == "PRP$"):
+        tokens.pop(0)
+    while tokens and (tokens[-1].tag_ == "POS" or tokens[-1].is_punct):
+        tokens.pop()
+    return " ".join(t.text for t in tokens)
+
+
+def name_types(docs: list[Doc]) -> dict[str, str]:
+    """casefolded name -> the type its mentions in `docs` vote for."""
+    votes: dict[str, Counter[str]] = {}
+    for doc in docs:
+        for span in doc.ents:
+            ner = NER_TYPES.get(span.label_)
+            if ner is None:
+                continue
+            tally = votes.setdefault(name_of(span).casefold(), Counter())
+            tally[ner] += 1
+            cue = cue_type(span)
+            if cue:
+                tally[cue] += CUE_WEIGHT
+    return {name: tally.most_common(1)[0][0] for name, tally in votes.items() if tally}
+
+
+def cue_type(span: Span) -> str | None:
+    """The type that the words around `span` give it, if any."""
+    root = span.root
+    head = root.head
+    if span.start > 0 and span.doc[span.start].lower_.strip(".") in PERSON_TITLES:
+        return "Person"
+    if root.dep_ == "nsubjpass" and head.lemma_.lower() in ("base", "headquarter"):
+        return "Organization"
+    if root.dep_ == "dobj" and head.lemma_.lower() in FOUNDING_VERBS:
+        return "Organization"
+    if root.dep_ == "dobj" and head.lemma_.lower() == "join" and _has_as_role(head):
+        return "Organization"
+    if root.dep_ == "pobj" and head.lower_ in ("at", "for") and head.head.lemma_ == "work":
+        return "Organization"
+    if root.dep_ == "poss" and head.lemma_.lower() in ROLE_NOUNS:
+        return "Organization"
+    if (
+        root.dep_ == "pobj"
+        and head.lower_ in ("of", "at")
+        and head.head.lemma_.lower() in ROLE_NOUNS
+    ):
+        return "Organization"
+    described = _described_as(root)
+    if described is not None:
+        return _noun_type(described)
+    return None
+
+
+def _has_as_role(verb: Token) -> bool:
+    return any(
+        p.lower_ == "as" and any(o.lemma_.lower() in ROLE_NOUNS for o in p.children)
+        for p in verb.children
+    )
+
+
+def _described_as(root: Token) -> Token | None:
+    """ "X, a shipping company": company; "X is a port city": city."""
+    for child in root.children:
+        if child.dep_ == "appos" and child.pos_ == "NOUN":
+            return child
+    if root.dep_ == "nsubj" and root.head.lemma_ == "be":
+        return next((c for c in root.head.children if c.dep_ == "attr" and c.pos_ == "NOUN"), None)
+    return None
+
+
+def _noun_type(noun: Token) -> str | None:
+    lemma = noun.lemma_.lower()
+    if lemma in ORGANIZATION_HEADS:
+        return "Organization"
+    if lemma in PLACE_HEADS:
+        return "Location"
+    if lemma in ROLE_NOUNS:
+        return "Person"
+    return None
+
+
+def full_names(docs: list[Doc], types: dict[str, str]) -> dict[str, str]:
+    """casefolded short name -> the one full name it stands for: a person's first or
+    last name, an organisation's first word ("Halvorsen" for Halvorsen Marine), when
+    exactly one full name of the episode has it."""
+    candidates: dict[str, set[str]] = {}
+    for doc in docs:
+        for span in doc.ents:
+            name = name_of(span)
+            words = name.split()
+            entity_type = types.get(name.casefold())
+            if len(words) < 2 or entity_type not in ("Person", "Organization"):
+                continue
+            shorts = (words[0], words[-1]) if entity_type == "Person" else (words[0],)
+            for short in shorts:
+                candidates.setdefault(short.casefold(), set()).add(name)
+    return {
+        short: next(iter(names))
+        for short, names in candidates.items()
+        if len(names) == 1 and types.get(short) != "Location"
+    }

@@ -1,0 +1,107 @@
+"""Who "she", "its" and "the company" are: the entity in focus.
+
+The reader notes every named mention in reading order. A personal pronoun is the
+latest person named before it, a neuter one ("it", "its") the latest organisation,
+product or project, never someone the same verb already has as its subject ("Kari Lund
+replaced her": not Kari Lund). "The company" (the firm, the startup, ...) is the
+organisation the text names most, "the city" the latest place. In a conversation the
+speakers are I and you, so a pronoun reaches back only over the last two turns.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from kgapp.graph.ingest.offline.entities import Mention
+
+if TYPE_CHECKING:
+    from spacy.tokens import Token
+
+PERSONAL = frozenset({"he", "him", "his", "himself", "she", "her", "hers", "herself"})
+NEUTER = frozenset({"it", "its", "itself"})
+NEUTER_TYPES = frozenset({"Organization", "Product", "Project"})
+COMPANY_WORDS = frozenset(
+    {"company", "firm", "startup", "business", "corporation", "enterprise", "organisation",
+     "organization", "employer", "agency"}
+)  # fmt: skip
+PLACE_WORDS = frozenset({"city", "town", "village", "country", "region"})
+TURNS_BACK = {True: 1, False: 3}  # conversation: this turn and the one before
+
+
+@dataclass(frozen=True)
+class Noted:
+    turn: int
+    position: int
+    mention: Mention
+    verb: int | None  # the verb it is the subject of, in its turn
+
+
+class Focus:
+    def __init__(self, conversation: bool) -> None:
+        self.notes: list[Noted] = []
+        self.counts: Counter[str] = Counter()
+        self.turn = -1
+        self.reach = TURNS_BACK[conversation]
+        self.speakers: set[str] = set()
+
+    def next_turn(self) -> None:
+        self.turn += 1
+
+    def note(self, token: Token, mention: Mention) -> None:
+        verb = token.head.i if token.dep_ in ("nsubj", "nsubjpass") else None
+        self.notes.append(Noted(self.turn, token.i, mention, verb))
+        if mention.entity_type == "Organization":
+            self.counts[mention.name] += 1
+
+    def pronoun(self, token: Token, other_than: str = "") -> Mention | None:
+        """Whom a third-person pronoun stands for; `other_than`: not this name (the
+        clause's subject)."""
+        lower = token.lower_
+        if lower in PERSONAL:
+            return self._latest(token, frozenset({"Person"}), other_than)
+        if lower in NEUTER:
+            return self._latest(token, NEUTER_TYPES, other_than)
+        return None
+
+    def description(self, root: Token) -> Mention | None:
+        """ "the company" as the organisation in focus; "the city" as the latest place."""
+        if not any(c.dep_ == "det" and c.lower_ == "the" for c in root.children):
+            return None
+        if any(c.dep_ in ("amod", "compound", "prep", "poss") for c in root.children):
+            return None  # "the shipping company", "the company of ...": another one
+        lemma = root.lemma_.lower()
+        if lemma in COMPANY_WORDS:
+            return self.top_organization()
+        if lemma in PLACE_WORDS:
+            return self._latest(root, frozenset({"Location"}))
+        return None
+
+    def top_organization(self) -> Mention | None:
+        """The organisation the text names most (the latest of those named as often)."""
+        if not self.counts:
+            return None
+        most = max(self.counts.values())
+        return next(
+            n.mention for n in reversed(self.notes) if self.counts.get(n.mention.name) == most
+        )
+
+    def _latest(self, token: Token, types: frozenset[str], other_than: str = "") -> Mention | None:
+        governor = token.head.head.i if token.dep_ == "pobj" else token.head.i
+        for noted in reversed(self.notes):
+            if noted.turn < self.turn - self.reach:
+                return None
+            if noted.turn == self.turn and noted.position >= token.i:
+                continue
+            name = noted.mention.name
+            if (
+                noted.mention.entity_type not in types
+                or name in self.speakers
+                or name == other_than
+            ):
+                continue
+            if noted.turn == self.turn and noted.verb == governor:
+                continue  # the same verb's subject: "Lund replaced her" is not Lund
+            return noted.mention
+        return None

@@ -1,0 +1,137 @@
+"""Positions held in organisations, where they begin and end, and where organisations
+are: the clauses that the generic subject-verb-object reading gets wrong.
+
+- "She became its first chief executive", "was appointed CEO of Acme", "joined Acme as
+  head of sales", "served as chair": the holder's role at the organisation begins
+  (CEO_OF, HEAD_OF_SALES_AT, CHAIR_OF); without "of X" or "its", at the organisation
+  the text is about.
+- "stepped down as CEO", "resigned", "retired", "left the role": it ends. Without a
+  role named, the holder's last role read in the episode ends, else their employment at
+  the organisation in focus.
+- "Y replaced X as CEO", "X was replaced by Y", "Y succeeded X", "Y took over from X":
+  X's role ends and Y's begins, at the same moment. They are no facts of their own.
+- "founded Acme in Bergen", "opened an office in Oslo", "is based in Leeds": the
+  organisation is LOCATED_IN the place (not "FOUND_IN").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from kgapp.graph.ingest.offline.entities import Mention
+from kgapp.graph.ingest.offline.phrases import modifiers
+from kgapp.graph.ingest.offline.vocabulary import ROLE_NOUNS
+from kgapp.graph.text import relation_name
+
+if TYPE_CHECKING:
+    from spacy.tokens import Token
+
+BECOMING = frozenset(
+    {"become", "be", "appoint", "name", "elect", "make", "promote", "hire", "serve"}
+)
+ENDING = frozenset({"step", "resign", "retire", "quit", "leave", "depart"})
+SUCCEEDING = frozenset({"replace", "succeed"})
+SITING = frozenset({"found", "establish", "open", "base", "headquarter", "incorporate", "set"})
+EMPLOYMENT = "WORKS_AT"
+
+
+@dataclass(frozen=True)
+class Role:
+    relation: str  # CEO_OF, CHAIR_OF, HEAD_OF_SALES_AT
+    words: str  # as the fact sentence says it: "CEO", "head of sales"
+    organization: Token | None  # "of Acme", "Acme's", "its"
+
+
+def role_of(noun: Token) -> Role | None:
+    """The position `noun` names, if it names one."""
+    lemma = noun.lemma_.lower()
+    if lemma not in ROLE_NOUNS or noun.pos_ not in ("NOUN", "PROPN"):
+        return None
+    words = [t.text for t in modifiers(noun) if t.lower_ not in ("first", "new", "former")]
+    words.append(noun.text)
+    organization = next((c for c in noun.children if c.dep_ == "poss"), None)
+    for prep in (c for c in noun.children if c.dep_ == "prep" and c.lower_ in ("of", "at")):
+        target = next((c for c in prep.children if c.dep_ == "pobj"), None)
+        if target is None:
+            continue
+        if target.pos_ == "PROPN" or target.ent_type_:
+            organization = target
+        else:
+            words += [prep.text, *(t.text for t in modifiers(target)), target.text]
+    text = " ".join(words)
+    if text.lower() in ("ceo", "chief executive", "chief executive officer"):
+        return Role("CEO_OF", "CEO", organization)
+    suffix = "_AT" if " of " in text else "_OF"
+    return Role(relation_name(text) + suffix, text, organization)
+
+
+def stated_role(verb: Token) -> tuple[str, Role] | None:
+    """(how, role) for a clause about a position: how is "start", "end" or "succeed"."""
+    lemma = verb.lemma_.lower()
+    for child in verb.children:
+        role = None
+        if child.dep_ in ("attr", "oprd") and lemma in BECOMING:
+            role = role_of(child)
+        elif child.dep_ == "prep" and child.lower_ in ("as", "to"):
+            role = next((r for c in child.children if (r := role_of(c)) is not None), None)
+        if role is not None:
+            return _how(verb), role
+    if lemma in ENDING and not any(
+        c.dep_ == "dobj" or (c.dep_ == "prep" and c.lower_ in ("from", "at", "with"))
+        for c in verb.children
+    ):
+        return "end", Role("", "", None)
+    if lemma in SUCCEEDING or (lemma == "take" and _particle(verb) == "over"):
+        return "succeed", Role("", "", None)
+    return None
+
+
+def _how(verb: Token) -> str:
+    lemma = verb.lemma_.lower()
+    if lemma in ENDING:
+        return "end"
+    if lemma in SUCCEEDING or (lemma == "take" and _particle(verb) == "over"):
+        return "succeed"
+    return "start"
+
+
+def _particle(verb: Token) -> str:
+    return next((c.lower_ for c in verb.children if c.dep_ in ("prt", "advmod")), "")
+
+
+def predecessor(verb: Token) -> Token | None:
+    """Whom the subject of "replaced", "succeeded", "took over from" follows."""
+    passive = any(c.dep_ == "auxpass" for c in verb.children)
+    for child in verb.children:
+        if child.dep_ == "dobj" and not passive:
+            return child
+        if child.dep_ == "prep" and child.lower_ == "from":
+            return next((c for c in child.children if c.dep_ == "pobj"), None)
+    return None
+
+
+def successor(verb: Token) -> Token | None:
+    """ "X was replaced by Y": Y."""
+    for child in verb.children:
+        if child.dep_ == "agent":
+            return next((c for c in child.children if c.dep_ == "pobj"), None)
+    return None
+
+
+def sited(verb: Token) -> list[Token]:
+    """The places "founded ... in", "opened ... in", "based in" put an organisation in."""
+    if verb.lemma_.lower() not in SITING:
+        return []
+    return [
+        obj
+        for prep in verb.children
+        if prep.dep_ == "prep" and prep.lower_ in ("in", "at")
+        for obj in prep.children
+        if obj.dep_ == "pobj" and obj.ent_type_ in ("GPE", "LOC", "FAC")
+    ]
+
+
+def role_sentence(holder: Mention, role: str, organization: Mention, ended: bool) -> str:
+    verb = "was" if ended else "is"
+    return f"{holder.name} {verb} {role} of {organization.name}."
