@@ -23,6 +23,11 @@ if TYPE_CHECKING:
     from spacy.tokens import Doc, Span, Token
 
 CUE_WEIGHT = 10  # what a sentence says of a name outweighs NER's guesses
+HINT_WEIGHT = 2  # where it stands ("in X") outweighs one guess, not several
+PLACE_PREPOSITIONS = frozenset({"in", "near", "outside", "around"})
+PERSON_VERBS = frozenset(
+    {"marry", "retire", "resign", "say", "tell", "graduate", "born", "bear", "die", "hire"}
+)
 FOUNDING_VERBS = frozenset({"found", "co-found", "cofound", "establish", "incorporate"})
 PERSON_TITLES = frozenset({"mr", "mrs", "ms", "miss", "dr", "prof", "sir", "dame"})
 
@@ -50,6 +55,9 @@ def name_types(docs: list[Doc]) -> dict[str, str]:
             cue = cue_type(span)
             if cue:
                 tally[cue] += CUE_WEIGHT
+            hint = hint_type(span)
+            if hint:
+                tally[hint] += HINT_WEIGHT
     return {name: tally.most_common(1)[0][0] for name, tally in votes.items() if tally}
 
 
@@ -78,6 +86,22 @@ def cue_type(span: Span) -> str | None:
     described = _described_as(root)
     if described is not None:
         return _noun_type(described)
+    return None
+
+
+def hint_type(span: Span) -> str | None:
+    """A weaker sign: a place is what one is "in" or "near"; a person is who
+    retires, marries, says or is hired."""
+    root = span.root
+    head = root.head
+    if root.dep_ == "pobj" and head.lower_ in PLACE_PREPOSITIONS and span.label_ != "PERSON":
+        return "Location"
+    if root.dep_ in ("nsubj", "nsubjpass") and head.lemma_.lower() in PERSON_VERBS:
+        return "Person"
+    if root.dep_ == "nsubj" and head.lemma_ in ("be", "become"):
+        attr = next((c for c in head.children if c.dep_ == "attr"), None)
+        if attr is not None and attr.lemma_.lower() in ROLE_NOUNS:
+            return "Person"
     return None
 
 

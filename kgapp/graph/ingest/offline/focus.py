@@ -11,6 +11,7 @@ speakers are I and you, so a pronoun reaches back only over the last two turns.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -88,10 +89,21 @@ class Focus:
         )
 
     def _latest(self, token: Token, types: frozenset[str], other_than: str = "") -> Mention | None:
+        """The latest mention of `types` before `token`; for a subject pronoun, the
+        latest that was a subject too, when there is one ("Corran no longer owns a
+        vessel; it charters boats from ...": Corran, not the vessel's buyer)."""
+        found = list(self._candidates(token, types, other_than))
+        if token.dep_ in ("nsubj", "nsubjpass"):
+            subject = next((n for n in found if n.verb is not None), None)
+            if subject is not None:
+                return subject.mention
+        return found[0].mention if found else None
+
+    def _candidates(self, token: Token, types: frozenset[str], other_than: str) -> Iterator[Noted]:
         governor = token.head.head.i if token.dep_ == "pobj" else token.head.i
         for noted in reversed(self.notes):
             if noted.turn < self.turn - self.reach:
-                return None
+                return
             if noted.turn == self.turn and noted.position >= token.i:
                 continue
             name = noted.mention.name
@@ -103,5 +115,4 @@ class Focus:
                 continue
             if noted.turn == self.turn and noted.verb == governor:
                 continue  # the same verb's subject: "Lund replaced her" is not Lund
-            return noted.mention
-        return None
+            yield noted

@@ -328,7 +328,7 @@ class Reader(MentionReader):
         for organization in sited:
             for token in places:
                 place = self._mention(token)
-                if place is not None:
+                if place is not None and place.entity_type in ("Location", "Entity"):
                     sentence = f"{organization.name} is in {place.name}."
                     self._record(organization, relation, place, sentence, self._when(verb))
 

@@ -128,7 +128,9 @@ def sited(verb: Token) -> list[Token]:
         for prep in verb.children
         if prep.dep_ == "prep" and prep.lower_ in ("in", "at")
         for obj in prep.children
-        if obj.dep_ == "pobj" and obj.ent_type_ in ("GPE", "LOC", "FAC")
+        if obj.dep_ == "pobj"
+        and (obj.ent_type_ or obj.pos_ == "PROPN")
+        and obj.ent_type_ not in ("DATE", "TIME")
     ]
 
 

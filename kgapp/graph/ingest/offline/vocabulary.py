@@ -142,7 +142,7 @@ INTENT = _wordset(
 )
 # Verb (+ particle + preposition) that ends a relation, by the object's type.
 ENDINGS: dict[str, dict[str, str]] = {
-    "LEAVE": {"Organization": "WORKS_AT", "Location": "LIVES_IN"},
+    "LEAVE": {"Organization": "WORKS_AT", "Entity": "WORKS_AT", "Location": "LIVES_IN"},
     # One quits or resigns from a job whatever NER took the employer for ("*": any type).
     "QUIT": {"*": "WORKS_AT"},
     "RESIGN_FROM": {"*": "WORKS_AT"},
