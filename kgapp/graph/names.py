@@ -3,9 +3,9 @@
 Two names may be merged automatically only when the names themselves say they are one
 thing:
 - the same *match key*: the name transliterated to ASCII (anyascii), lower-cased, with
-  punctuation and spacing ignored, a leading "the" and possessive dropped, legal-form
-  suffixes removed for organisations (cleanco), honorifics removed and "Last, First"
-  read in order for people (nameparser);
+  punctuation (but for the symbols below) and spacing ignored, a leading "the" and
+  possessive dropped, legal-form suffixes removed for organisations (cleanco),
+  honorifics removed and "Last, First" read in order for people (nameparser);
 - or one edit (a letter added, dropped, changed or swapped) in one long word, with
   nothing else different; or the same words in another order when they hold a number
   ("2018 FIFA World Cup" / "FIFA World Cup 2018").
@@ -13,11 +13,28 @@ Before comparing, ordinal words become numbers (Second -> 2nd), roman numerals a
 word become numbers (Super Bowl XLIX -> 49), "v1.2" is "1.2", and places read their
 abbreviations (St. Paul, Mt. Everest, 5th Ave.).
 
+Symbols that say which thing a name names count as the words they read as, so that
+names differing in them are never one thing by their names alone, while their spoken
+forms still are:
+- "+" and "#" after a word: C++ (= C Plus Plus), C# (= C Sharp; the sharp sign "♯" is
+  "#"), F#, A+, Disney+, Galaxy S23+; "-" ending a word: A-, BBB- (grades, ratings);
+- "%" after a number (100% = 100 percent), "/" between numbers (9/11 is not 911);
+- "." starting a word: .NET (= dotnet) is not NET;
+- "&" reads "and": AT&T = AT & T = AT and T, but not AT T; Procter & Gamble = Procter
+  and Gamble.
+Spacing before them does not count (C ++ = C++). Everything else that is neither letter
+nor digit only spells the name: spacing, case, hyphens and dots inside or between words
+(Wi-Fi = WiFi, Node.js = NodeJS, A.T.T. = ATT = AT T), apostrophes, quotes, commas,
+brackets, "!" and "?" (Yahoo! = Yahoo), "*" (E*Trade = E-Trade), a leading "@" or "#"
+(@acme = acme, #MeToo = MeToo); a "$" inside a word is a stylised S (Ke$ha = Kesha).
+
 Whatever distinguishes two things of one family blocks a merge outright, whatever the
 embedding or a model says: a number, version, year or quarter, an ordinal, a single
-letter, a roman numeral, a generational suffix, or a qualifier such as North/West/New/
-Senior. Names that merely resemble each other (one name's words inside the other's,
-an acronym, an embedding in the ambiguous band) are for a model or a person to decide.
+letter, a roman numeral, a generational suffix, a qualifier such as North/West/New/
+Senior, a word with a symbol above (C++ / C, Disney+ / Disney), or "and" on one side only
+of two names of several words (AT&T / AT T, Procter & Gamble / Procter Gamble). Names
+that merely resemble each other (one name's words inside the other's, an acronym, an
+embedding in the ambiguous band) are for a model or a person to decide.
 """
 
 from __future__ import annotations
@@ -63,7 +80,28 @@ MONTHS = _words(
     december jan feb mar apr jun jul aug sep sept oct nov dec"""
 )
 _ROMAN = re.compile(r"^(?=[mdclxvi]+$)m{0,3}(cm|cd|d?c{0,3})(xc|xl|l?x{0,3})(ix|iv|v?i{0,3})$")
-_TOKEN = re.compile(r"[0-9]+(?:st|nd|rd|th)\b|[a-z]+|[0-9]+")
+# The symbols that carry meaning (module docstring), where they do. While a name is read
+# each stands for a letter that no ASCII text holds, so that legal-form and person-name
+# parsing keep it with its word; the tokens have the symbols back, the key their words.
+_SYMBOL_AT = re.compile(
+    r"(?<=[A-Za-z0-9+#])[+#]|(?<=[0-9])%|(?<=[A-Za-z0-9])-(?![A-Za-z0-9])"
+    r"|(?<![A-Za-z0-9.])\.(?=[A-Za-z])|(?<=[0-9])/(?=[0-9])"
+)
+_SPACE_BEFORE_SYMBOL = re.compile(r"(?<=[A-Za-z0-9])\s+(?=[+#%]+(?![A-Za-z0-9]))")
+_STYLISED_S = re.compile(r"(?<=[A-Za-z])\$(?=[A-Za-z])")  # Ke$ha, A$AP
+_AS_LETTER = {
+    "+": "\u0436",
+    "#": "\u0437",
+    "%": "\u0448",
+    "-": "\u044d",
+    ".": "\u0444",
+    "/": "\u044e",
+}
+_AS_SYMBOL = str.maketrans({letter: symbol for symbol, letter in _AS_LETTER.items()})
+_SPOKEN = str.maketrans({"+": "plus", "#": "sharp", "%": "percent", "-": "minus", ".": "dot"})
+_TOKEN = re.compile(
+    "\u0444?(?:[0-9]+(?:st|nd|rd|th)\\b|[a-z]+|[0-9]+(?:\u044e[0-9]+)*)[\u0436\u0437\u0448\u044d]*"
+)
 _YEAR = re.compile(r"(19|20)\d\d")
 _VERSION = re.compile(r"\bv(?=\d)")
 _ORDINAL_NAMES = "first second third fourth fifth sixth seventh eighth ninth tenth eleventh twelfth"
@@ -98,7 +136,9 @@ class Evidence:
 @lru_cache(maxsize=65536)
 def name_tokens(name: str, entity_type: str) -> tuple[str, ...]:
     """The words of a name as resolution compares them (see the module docstring)."""
-    text = anyascii(clean_text(name))
+    text = _STYLISED_S.sub("s", anyascii(clean_text(name)))
+    text = _SPACE_BEFORE_SYMBOL.sub("", text)
+    text = _SYMBOL_AT.sub(lambda m: _AS_LETTER[m.group(0)], text)
     if entity_type == "Person":
         text = _person(text)
     elif entity_type == "Organization":
@@ -107,7 +147,7 @@ def name_tokens(name: str, entity_type: str) -> tuple[str, ...]:
     text = _ABBREVIATION.sub(lambda m: m.group(0).replace(".", ""), text)
     text = _VERSION.sub("", text)  # v1.29 -> 1.29
     text = re.sub(r"'s\b", "", text).replace("'", "")
-    tokens = [ORDINAL_WORDS.get(t, t) for t in _TOKEN.findall(text)]
+    tokens = [ORDINAL_WORDS.get(t, t).translate(_AS_SYMBOL) for t in _TOKEN.findall(text)]
     if len(tokens) > 1 and tokens[0] == "the":
         tokens = tokens[1:]
     if entity_type == "Location":
@@ -116,8 +156,14 @@ def name_tokens(name: str, entity_type: str) -> tuple[str, ...]:
 
 
 def match_key(name: str, entity_type: str) -> str:
-    """Equal match keys are name-level evidence of one thing (letters and digits only)."""
-    return "".join(name_tokens(name, entity_type))
+    """Equal match keys are name-level evidence of one thing (letters and digits, and the
+    symbols that carry meaning spelled as words)."""
+    return _key(name_tokens(name, entity_type))
+
+
+def _key(tokens: tuple[str, ...]) -> str:
+    """The tokens joined, their symbols spoken (C++ -> cplusplus)."""
+    return "".join(tokens).translate(_SPOKEN)
 
 
 def _legal_base(text: str) -> str:
@@ -180,6 +226,7 @@ def distinguishing(tokens: tuple[str, ...]) -> frozenset[str]:
         or t in QUALIFIERS
         or t in ORDINALS
         or t in MONTHS
+        or not t.isalnum()
         or _ROMAN.match(t)
         or _ordinal_number(t)
     )
@@ -196,7 +243,7 @@ def compare(a: str, a_type: str, b: str, b_type: str) -> Evidence:
         return Evidence("different", "empty", 0.0)
     if a_type == b_type == "Event":  # WWDC23 / WWDC 2023: a year may be written short
         ta, tb = _short_years(ta, tb), _short_years(tb, ta)
-    ka, kb = "".join(ta), "".join(tb)
+    ka, kb = _key(ta), _key(tb)
     if ka == kb:
         return Evidence("same", "same_name", 1.0)
     score = 1.0 - DamerauLevenshtein.normalized_distance(ka, kb)
@@ -219,6 +266,8 @@ def compare(a: str, a_type: str, b: str, b_type: str) -> Evidence:
 
 def _distinguished(ta: tuple[str, ...], tb: tuple[str, ...], people: bool) -> bool:
     da, db = distinguishing(ta), distinguishing(tb)
+    if len(ta) > 1 and len(tb) > 1:  # an acronym spells no "and" (NASA)
+        da, db = da | ({"and"} & set(ta)), db | ({"and"} & set(tb))
     if people:
         # A middle initial written on one side only says nothing; two different ones do.
         initials_a = {t for t in da if len(t) == 1}

@@ -2,7 +2,9 @@
 
 Canonical names are what UNIQUE(canonical_name, entity_type) holds, so two spellings
 that a person would call the same (case, spacing, Unicode compatibility forms,
-invisible characters) must normalise to the same string.
+invisible characters) must normalise to the same string. Every other character is
+kept: symbols can be what tells two names apart (C++, C#, C; AT&T, AT T). Spellings
+that differ in more than that are for kgapp/graph/names.py to judge.
 """
 
 from __future__ import annotations
@@ -44,7 +46,8 @@ def display_name(name: str) -> str:
 
 
 def canonical_name(name: str) -> str:
-    """The key resolution matches on: the display name, case-folded."""
+    """The key resolution matches on: the display name, case-folded (punctuation and
+    symbols kept)."""
     return _cap_bytes(clean_text(name).casefold())
 
 

@@ -61,7 +61,7 @@ async def resolve_entities(ctx: IngestContext, work: EpisodeWork) -> None:
                 )
                 ctx.counts["entities_matched"] += 1
                 continue
-            same = _compatible(draft, by_key.get(key, [])) if key else []
+            same = _compatible(draft, key, by_key.get(key, [])) if key else []
             if len(same) == 1:  # two entities with this key: a person decides
                 _merge_into(ctx, draft, same[0], names.Evidence("same", "same_name", 1.0), None)
                 continue
@@ -122,13 +122,16 @@ def _alias(draft: EntityDraft, aliases: dict[str, list[dict[str, Any]]]) -> Reco
     return None
 
 
-def _compatible(draft: EntityDraft, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Distinct current entities among `rows` whose type fits the draft's."""
+def _compatible(draft: EntityDraft, key: str, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Distinct current entities among `rows` whose type fits the draft's, and whose
+    name has `key` as resolution reads names now (a key stored before the rules
+    changed, or before the entity's type did, is not evidence)."""
     found = {
         str(row["id"]): row
         for row in rows
         if row.get("merged_into") is None
         and types_compatible(row["entity_type"], draft.entity_type)
+        and names.match_key(row["name"], row["entity_type"]) == key
     }
     return list(found.values())
 

@@ -10,11 +10,13 @@ import pytest
 
 from kgapp.graph import names
 from kgapp.graph.curation.common import CurationRefused
+from kgapp.graph.curation.duplicates import generate_candidates
 from kgapp.graph.curation.pages import audit_get, audit_page
 from kgapp.graph.curation.undo import undo
 from kgapp.graph.embeddings import local_embedder
 from kgapp.graph.ingest.service import fact_add
 from kgapp.graph.records import to_json
+from kgapp.graph.text import canonical_name
 from tests import resolution_eval
 
 JAN = datetime(2024, 1, 15, tzinfo=UTC)
@@ -46,6 +48,23 @@ async def graph(migrated_store):
         ("Vantor", "Vantor Robotics", "Organization", "similar", "words_contained"),
         ("OTC", "Orbit Trading Company", "Organization", "similar", "acronym"),
         ("Lena Fox", "Marcus Webb", "Person", "different", "names_differ"),
+        # Symbols that carry meaning (kgapp/graph/names.py): apart, or one when spoken.
+        ("C++", "C", "Product", "blocked", "distinguishing_token"),
+        ("C#", "C++", "Product", "blocked", "distinguishing_token"),
+        ("F#", "F", "Product", "blocked", "distinguishing_token"),
+        ("AT&T", "AT T", "Organization", "blocked", "distinguishing_token"),
+        ("R&D", "RD", "Organization", "blocked", "distinguishing_token"),
+        (".NET", "NET", "Product", "blocked", "distinguishing_token"),
+        ("A+", "A", "Product", "blocked", "distinguishing_token"),
+        ("Disney+", "Disney", "Product", "blocked", "distinguishing_token"),
+        ("9/11", "911", "Event", "blocked", "distinguishing_token"),
+        ("C ++", "C++", "Product", "same", "same_name"),
+        ("C\u266f", "C#", "Product", "same", "same_name"),
+        ("C Sharp", "C#", "Product", "same", "same_name"),
+        ("Disney Plus", "Disney+", "Product", "same", "same_name"),
+        ("AT and T", "AT&T", "Organization", "same", "same_name"),
+        ("Yahoo!", "Yahoo", "Organization", "same", "same_name"),
+        ("E*Trade", "E-Trade", "Organization", "same", "same_name"),
     ],
 )
 def test_names_decide(a, b, kind, verdict, rule) -> None:
@@ -109,6 +128,43 @@ async def test_an_automatic_merge_is_recorded_and_undone(graph) -> None:
     assert gina == ["Initech"]
     with pytest.raises(CurationRefused):
         await undo(graph, entry["id"], actor="carol")
+
+
+async def _post(graph, subject: str, target: str, kind: str | None = None) -> None:
+    await fact_add(
+        graph, source=(subject, kind), relation="USED_BY", target=(target, "Organization"),
+        fact=None, valid_at=JAN, invalid_at=None, confidence=0.9, embedder=local_embedder(),
+        created_by="t",
+    )
+
+
+async def test_names_that_differ_in_a_symbol_that_carries_meaning_stay_apart(graph) -> None:
+    """The issue's case: "C++", "C#" and "C" were one entity, and so were "AT&T"-like
+    names. Now each is its own and no merge is proposed, while other spellings of each
+    still find it."""
+    apart = ["C++", "C#", "C", "AT&T", "AT T", ".NET", "NET"]
+    spelled = {"C ++": "C++", "C\u266f": "C#", "c": "C", "AT & T": "AT&T", "A.T.T.": "AT T"}
+    for n, name in enumerate([*apart, *spelled]):
+        await _post(graph, name, f"Team {n}")
+    await generate_candidates(graph)
+    rows = await graph.query_one("SELECT name, canonical_name, merged_into.name AS survivor FROM entity")
+    aliases = await graph.query_one("SELECT name, entity.name AS entity FROM alias")
+    where = {r["canonical_name"]: r["survivor"] or r["name"] for r in rows}
+    where.update({r["name"]: r["entity"] for r in aliases})
+    assert {n: where[canonical_name(n)] for n in [*apart, *spelled]} == {
+        **{n: n for n in apart}, **spelled}
+    proposed = to_json(await graph.query_one("SELECT a.name AS a, b.name AS b FROM dedup_candidate"))
+    assert [p for p in proposed if not p["a"].startswith("Team")] == []
+
+
+async def test_a_match_key_stored_before_symbols_counted_is_not_evidence(graph) -> None:
+    """An entity written when "C++" had the key "c" is not where "C" goes."""
+    await _post(graph, "C++", "Team 0")
+    await graph.query("UPDATE entity SET match_key = 'c' WHERE name = 'C++'")
+    await _post(graph, "C", "Team 1")
+    rows = await graph.query_one(
+        "SELECT name, merged_into FROM entity WHERE name IN ['C++', 'C']")
+    assert sorted((r["name"], r["merged_into"]) for r in rows) == [("C", None), ("C++", None)]
 
 
 async def test_concurrent_posts_of_facts_about_the_same_entities_all_land(graph) -> None:
