@@ -114,7 +114,7 @@ def main(knowledge: bool) -> None:
                         llm.on_chat(handler)
                     client = LLMClient(config) if handler is not None else None
                     started = time.perf_counter()
-                    outcome = asyncio.run(run(store_config, f"bench_res_{n}_{m}", chosen, client))
+                    outcome = asyncio.run(run(store_config, f"t_bench_res_{n}_{m}", chosen, client))
                     report(f"{label}, {mode}", outcome, time.perf_counter() - started)
         finally:
             server.stop()
