@@ -14,10 +14,28 @@ into runs of letters or digits (punctuation separates), then NLTK's English stop
 removed (STOP_WORDS below); numbers and month names are always kept.
 
 Figures and targets:
-1. entity_names_in_annotations (>= 70%): share of current entities whose name occurs,
-   as written (case-sensitive, whole word: no letter, digit or underscore either side),
-   in the concatenated text of every observation (session_N_observation) and every
-   event (events_session_N) of the conversation.
+1. entities_named_in_annotations (>= 70%): share of current entities whose name, in
+   lower case (`str.casefold`, runs of white space as one space), equals a name that the
+   product's spaCy pipeline (kgapp.graph.ingest.offline.extractor
+   `load_pipeline(DEFAULT_MODEL)`) finds in the annotations: every observation sentence
+   (session_N_observation) and every event (events_session_N) of the conversation, each
+   parsed on its own. Those names are (a) the named entities (`doc.ents`) of types
+   PERSON, ORG, GPE, LOC, FAC, PRODUCT, EVENT, WORK_OF_ART, NORP and LANGUAGE, and (b)
+   the noun chunks (`doc.noun_chunks`) of two or more words. In both, determiners (part
+   of speech DET, or dependency det or predet) and possessives (each possessor's whole
+   subtree, "Audrey's", "his", "the dog's", and the possessive "'s") are removed first;
+   words are what white space separates ("self-care" is one). A named entity of one
+   word counts only where the annotations write that word (whole word: no letter, digit
+   or underscore either side; ignoring case) with a capital initial more often than all
+   in lower case: the dog "Buddy", 6 to 1, counts; "Financial", tagged ORG in "a
+   Financial Analyst" and written "a financial analyst" too, 1 to 1, does not. So a
+   single common word ("photo", "beauty", "style") never counts, whether or not the
+   annotations use it, and "dog park", "German Shepherds" or "Toby" do; the equality is
+   exact, so "dance classes" does not count on "dance class", nor "Andrew's friend" on
+   "friend". Also shown, for information and comparison with earlier runs, the measure
+   this one replaced, entity_names_in_annotations: the share of current entities whose
+   name occurs as written (case-sensitive, whole word) in the concatenated text of the
+   observations and events, which generic words pass.
 2. observation_coverage (>= 50%): share of the observations about a speaker (each
    sentence of session_N_observation[speaker]) that a current fact from that speaker
    touches. A fact touches an observation when one endpoint is the speaker's entity (a
@@ -93,7 +111,7 @@ from kgapp import surreal_server  # noqa: E402
 CONTEXT_CHARS = 8_000
 QA_CATEGORIES = {1: "multi-hop", 2: "temporal", 4: "single-hop"}
 TARGETS = {
-    "entity_names_in_annotations": 0.70,
+    "entities_named_in_annotations": 0.70,
     "observation_coverage": 0.50,
     "answer_in_context_gain_points": 10.0,
     "ingest_ms_per_episode_median": 40.0,
@@ -102,6 +120,12 @@ TARGETS = {
 # budgets as shares of the total, kept when the total is scaled down.
 ENTITY_SHARE, RELATION_SHARE = 1500 / 6000, 2500 / 6000
 SAMPLE_FACTS = 15
+# The named-entity types of figure 1: names of people, groups, places, things and works,
+# not dates, amounts or ordinals.
+NAMED_TYPES = frozenset({
+    "PERSON", "ORG", "GPE", "LOC", "FAC", "PRODUCT", "EVENT", "WORK_OF_ART", "NORP",
+    "LANGUAGE",
+})
 
 # NLTK's English stop words (nltk.corpus.stopwords, "english"), apostrophes dropped:
 # the tokenizer splits "don't" into "don" and "t", both listed.
@@ -149,6 +173,11 @@ def occurs_as_written(name: str, text: str) -> bool:
     return re.search(rf"(?<!\w){re.escape(name)}(?!\w)", text) is not None
 
 
+def folded(name: str) -> str:
+    """A name as figure 1 compares it: lower case, runs of white space as one space."""
+    return " ".join(name.casefold().split())
+
+
 def answer_present(answer: str, context: str) -> bool:
     wanted = content_words(answer)
     if wanted:
@@ -169,8 +198,13 @@ class Conversation:
     qa: list[dict[str, Any]]  # the questions of QA_CATEGORIES
 
     @property
+    def annotation_items(self) -> list[str]:
+        """Every observation sentence, then every event."""
+        return [sentence for _, sentence in self.observations] + self.events
+
+    @property
     def annotations(self) -> str:
-        return "\n".join([sentence for _, sentence in self.observations] + self.events)
+        return "\n".join(self.annotation_items)
 
 
 def load_conversation(path: Path) -> Conversation:
@@ -281,7 +315,52 @@ def is_current(fact: dict[str, Any], now: datetime) -> bool:
 # --- figures 1 and 2 ---------------------------------------------------------------------
 
 
+def entities_named_in_annotations(graph: Graph, names: set[str]) -> tuple[int, int]:
+    """Current entities whose name is one of `names` (`annotation_names`), entities."""
+    found = sum(folded(e["name"]) in names for e in graph.entities.values())
+    return found, len(graph.entities)
+
+
+def annotation_names(conversation: Conversation) -> set[str]:
+    """The names that the product's spaCy pipeline finds in the annotations, folded:
+    named entities and noun chunks, without determiners and possessives (figure 1)."""
+    from kgapp.graph.ingest.offline.extractor import DEFAULT_MODEL, load_pipeline
+
+    items = conversation.annotation_items
+    names: set[str] = set()
+    single: set[str] = set()  # named entities of one word, to weigh below
+    for doc in load_pipeline(DEFAULT_MODEL).pipe(items):
+        for span in [e for e in doc.ents if e.label_ in NAMED_TYPES]:
+            if name := without_determiners(span):
+                (names if " " in name else single).add(name)
+        for chunk in doc.noun_chunks:
+            if " " in (name := without_determiners(chunk)):
+                names.add(name)
+    return names | {word for word in single if mostly_capitalised(word, items)}
+
+
+def without_determiners(span: Any) -> str:
+    """The span's text, folded, without determiners and possessives (whole possessors)."""
+    dropped: set[int] = set()
+    for token in span:
+        if token.dep_ == "poss":
+            dropped.update(t.i for t in token.subtree)
+        elif token.pos_ == "DET" or token.dep_ in ("det", "predet", "case"):
+            dropped.add(token.i)
+    return folded("".join(t.text_with_ws for t in span if t.i not in dropped))
+
+
+def mostly_capitalised(word: str, items: list[str]) -> bool:
+    """Whether the texts write `word` (folded) with a capital initial more often than all
+    in lower case (whole word, ignoring case)."""
+    pattern = re.compile(rf"(?<!\w){re.escape(word)}(?!\w)", re.IGNORECASE)
+    written = [m[0] for item in items for m in pattern.finditer(item)]
+    capital = sum(w[0].isupper() for w in written)
+    return capital > sum(w == w.lower() for w in written)
+
+
 def entity_names_in_annotations(graph: Graph, conversation: Conversation) -> tuple[int, int]:
+    """The measure figure 1 replaced, for information: names occurring as written."""
     text = conversation.annotations
     found = sum(occurs_as_written(e["name"], text) for e in graph.entities.values())
     return found, len(graph.entities)
@@ -438,7 +517,8 @@ def report(
 ) -> dict[str, Any]:
     counts, timings = job.get("counts", {}), job.get("timings", {})
     extractor = job.get("extractor") or ("model" if counts.get("llm_calls") else "offline")
-    names_found, names = entity_names_in_annotations(graph, conversation)
+    named_found, names = entities_named_in_annotations(graph, annotation_names(conversation))
+    names_found, _ = entity_names_in_annotations(graph, conversation)
     coverage = observation_coverage(graph, conversation)
     touched = sum(t for t, _ in coverage.values())
     observed = sum(n for _, n in coverage.values())
@@ -447,6 +527,7 @@ def report(
     median, p90 = timings.get("episode_median_ms"), timings.get("episode_p90_ms")
     bare = timings.get("episode_median_ms_without_extraction")
     bare_p90 = timings.get("episode_p90_ms_without_extraction")
+    named_share = named_found / names if names else 0.0
     name_share = names_found / names if names else 0.0
     cover_share = touched / observed if observed else 0.0
 
@@ -459,8 +540,10 @@ def report(
           f"observations {observed}, QA (categories 1, 2, 4) {len(conversation.qa)}")
     print()
     for line in table([
-        ("entity_names_in_annotations", f"{percent(name_share)} ({names_found}/{names})",
-         ">= 70%", yes(name_share >= TARGETS["entity_names_in_annotations"])),
+        ("entities_named_in_annotations", f"{percent(named_share)} ({named_found}/{names})",
+         ">= 70%", yes(named_share >= TARGETS["entities_named_in_annotations"])),
+        ("  was: entity_names_in_annotations", f"{percent(name_share)} ({names_found}/{names})",
+         "(for information)", "-"),
         ("observation_coverage", f"{percent(cover_share)} ({touched}/{observed})", ">= 50%",
          yes(cover_share >= TARGETS["observation_coverage"])),
         ("answer_in_context (product - BM25)", f"{gain:+.1f} points", ">= +10 points",
@@ -508,6 +591,7 @@ def report(
         "entities": len(graph.entities),
         "facts": len(graph.facts),
         "upload_wall_s": round(wall, 2),
+        "entities_named_in_annotations": round(named_share, 4),
         "entity_names_in_annotations": round(name_share, 4),
         "observation_coverage": round(cover_share, 4),
         "answer_in_context": {
@@ -527,7 +611,7 @@ def report(
         "ingest_ms_per_episode_median_without_extraction": bare,
         "targets": TARGETS,
         # For the summary over several files (not printed in the JSON line).
-        "_counts": (names_found, names, touched, observed),
+        "_counts": (named_found, names_found, names, touched, observed),
         "_answers": (product, baseline),
     }
     print(json.dumps({k: v for k, v in row.items() if not k.startswith("_")}))
@@ -541,7 +625,9 @@ def milliseconds(median: float | None, p90: float | None) -> str:
 def summary(rows: list[dict[str, Any]]) -> None:
     """The figures over all the files: shares pooled (every entity, observation and
     question counts once), and the median of the jobs' per-episode medians."""
-    names_found, names, touched, observed = (sum(r["_counts"][i] for r in rows) for i in range(4))
+    named_found, names_found, names, touched, observed = (
+        sum(r["_counts"][i] for r in rows) for i in range(5)
+    )
     product = [x for r in rows for v in r["_answers"][0].found.values() for x in v]
     baseline = [x for r in rows for v in r["_answers"][1].found.values() for x in v]
     gain = (sum(product) - sum(baseline)) / len(product) * 100 if product else 0.0
@@ -554,21 +640,26 @@ def summary(rows: list[dict[str, Any]]) -> None:
     print(f"over all {len(rows)} conversations ({len(product)} questions):")
     print(f"  POST query (mix, budgeted) latency p50 {quantile(latency, 0.5):.0f} ms, "
           f"p95 {quantile(latency, 0.95):.0f} ms")
-    print("  file      names   coverage  product  BM25    gain     ms/episode  without extraction")
+    print("  file      named  (was)   coverage  product  BM25    gain     ms/episode  "
+          "without extraction")
     for r in rows:
         a = r["answer_in_context"]
-        print(f"  {r['file']:<9} {percent(r['entity_names_in_annotations']):>6}  "
+        print(f"  {r['file']:<9} {percent(r['entities_named_in_annotations']):>6}  "
+              f"{percent(r['entity_names_in_annotations']):>6}  "
               f"{percent(r['observation_coverage']):>8}  {percent(a['product']['overall']):>7}  "
               f"{percent(a['baseline_bm25']['overall']):>6}  {a['gain_points']:+6.1f}  "
               f"{r['ingest_ms_per_episode_median'] or 0:>10.1f}  "
               f"{r['ingest_ms_per_episode_median_without_extraction'] or 0:>18.1f}")
+    named_share = named_found / names if names else 0.0
     name_share = names_found / names if names else 0.0
     cover_share = touched / observed if observed else 0.0
     median = statistics.median(medians) if medians else None
     bare_median = statistics.median(bare) if bare else None
     for line in table([
-        ("entity_names_in_annotations", f"{percent(name_share)} ({names_found}/{names})",
-         ">= 70%", yes(name_share >= TARGETS["entity_names_in_annotations"])),
+        ("entities_named_in_annotations", f"{percent(named_share)} ({named_found}/{names})",
+         ">= 70%", yes(named_share >= TARGETS["entities_named_in_annotations"])),
+        ("  was: entity_names_in_annotations", f"{percent(name_share)} ({names_found}/{names})",
+         "(for information)", "-"),
         ("observation_coverage", f"{percent(cover_share)} ({touched}/{observed})", ">= 50%",
          yes(cover_share >= TARGETS["observation_coverage"])),
         ("answer_in_context (product - BM25)",
@@ -584,6 +675,7 @@ def summary(rows: list[dict[str, Any]]) -> None:
         print(line)
     print(json.dumps({
         "bench": "extraction", "files": [r["file"] for r in rows],
+        "entities_named_in_annotations": round(named_share, 4),
         "entity_names_in_annotations": round(name_share, 4),
         "observation_coverage": round(cover_share, 4),
         "answer_in_context_gain_points": round(gain, 2),
