@@ -128,12 +128,12 @@ def test_copula_and_a_named_relative(extractor) -> None:
 
 def test_a_short_form_of_a_speakers_name_is_that_speaker(extractor) -> None:
     found = extractor.extract(
-        "Caroline: Mel sent me a postcard from Lisbon. Melanie: Glad it arrived!",
+        "Caroline: Mel visited Lisbon with me. Melanie: Glad you came!",
         reference_time=NOW,
         speakers=("Caroline", "Melanie"),
     )
     assert "Mel" not in types(found)
-    assert ("Melanie", "SEND", "postcard") in triples(found)
+    assert ("Melanie", "VISIT", "Lisbon") in triples(found)
 
 
 def test_a_noun_phrase_in_no_fact_is_no_entity_however_often_it_recurs(extractor) -> None:

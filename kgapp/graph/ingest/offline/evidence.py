@@ -96,6 +96,8 @@ def hint_type(span: Span) -> str | None:
     head = root.head
     if root.dep_ == "pobj" and head.lower_ in PLACE_PREPOSITIONS and span.label_ != "PERSON":
         return "Location"
+    if root.dep_ == "dobj" and head.lemma_.lower() == "join":
+        return "Organization"  # one joins a company or a club more often than a person
     if root.dep_ in ("nsubj", "nsubjpass") and head.lemma_.lower() in PERSON_VERBS:
         return "Person"
     if root.dep_ == "nsubj" and head.lemma_ in ("be", "become"):

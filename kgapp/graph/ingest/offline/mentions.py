@@ -119,8 +119,11 @@ class MentionReader:
         if root.pos_ == "PROPN" and proper(tokens, "Entity"):
             if not self._corroborated(tokens):
                 return None
-            # A name NER did not type: the relation it takes part in may.
-            return Mention(name, "Entity", name, named=True)
+            if len(tokens) == 1:
+                name = self._speaker_called(self.shorts.get(name.casefold(), name))
+            # A name NER did not type: its other mentions, or the relation, may.
+            entity_type = self.types.get(name.casefold(), "Entity")
+            return Mention(name, entity_type, name, named=True)
         return Mention(name, head_type(root), phrase_text(root, self.turn))
 
     def _relative(self, root: Token) -> Mention | None:

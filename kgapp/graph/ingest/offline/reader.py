@@ -4,6 +4,7 @@ are `mentions.MentionReader`'s; the facts, clause by clause, are here."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -40,11 +41,13 @@ from kgapp.graph.ingest.offline.syntax import (
 )
 from kgapp.graph.ingest.offline.turns import Turn
 from kgapp.graph.ingest.offline.vocabulary import (
+    ACTIVITY_VERBS,
     AMOUNTS,
     ENDINGS,
     GROUP_HEADS,
     LIGHT_VERBS,
     PERSONAL_VERBS,
+    RELATION_VERBS,
     RELATIONAL,
     ROLES,
 )
@@ -79,11 +82,15 @@ class Reader(MentionReader):
         # (subject, folded relation, object) -> index in facts; positions held, in order.
         self.opened: dict[tuple[str, str, str], int] = {}
         self.held: dict[str, list[tuple[str, str, Mention]]] = {}
+        self.unnamed_kin: list[tuple[ExtractedFact, Mention, str]] = []
         for speaker in speakers:
             self.entities.add(speaker, "Person", 0, fixed=True)
             self.entities.describe(speaker, f"{speaker} is a participant of the conversation.")
 
     def extraction(self) -> Extraction:
+        for fact, person, owner in self.unnamed_kin:
+            if person.name.casefold() in self.entities.found:
+                self._kin(fact, person, owner)
         return Extraction(
             entities=self.entities.ranked()[:MAX_ENTITIES], facts=self.facts[:MAX_FACTS]
         )
@@ -130,20 +137,25 @@ class Reader(MentionReader):
         sentence = f"{person.name} is {owner}'s {word}."
         if person.name.startswith(f"{owner}'s "):
             sentence = f"{owner} has {word}." if root.tag_ == "NNS" else f"{owner} has a {word}."
-        self._add_endpoint(person, "Person", sentence)
-        self._add_endpoint(Mention(owner, "Person", owner), "Person", sentence)
-        self.facts.append(
-            ExtractedFact(
-                source=person.name,
-                relation=relation,
-                target=owner,
-                fact=sentence,
-                edge_type="semantic",
-                confidence=0.8,
-                valid_at=None,
-                invalid_at=None,
-            )
+        fact = ExtractedFact(
+            source=person.name,
+            relation=relation,
+            target=owner,
+            fact=sentence,
+            edge_type="semantic",
+            confidence=0.8,
+            valid_at=None,
+            invalid_at=None,
         )
+        if person.named:
+            self._kin(fact, person, owner)
+        else:  # "Dana's dad is Dana's dad" says nothing until something else is said of him
+            self.unnamed_kin.append((fact, person, owner))
+
+    def _kin(self, fact: ExtractedFact, person: Mention, owner: str) -> None:
+        self._add_endpoint(person, "Person", fact.fact)
+        self._add_endpoint(Mention(owner, "Person", owner), "Person", fact.fact)
+        self.facts.append(fact)
 
     def _clause(self, verb: Token) -> None:
         if not asserted(verb) or is_let(verb) or object_relative(verb):
@@ -174,8 +186,10 @@ class Reader(MentionReader):
     def _position(self, verb: Token, holder: Mention) -> bool:
         """A clause about a position held (roles.py): True when it said nothing else."""
         stated = stated_role(verb)
-        if stated is None or holder.entity_type != "Person":
+        if stated is None:
             return False
+        if holder.entity_type != "Person" or not (holder.named or holder.speaker_pronoun):
+            return True  # "the CEO left", "the festival moved": no one's position
         how, role = stated
         when = self._when(verb)
         if how == "succeed":
@@ -223,7 +237,11 @@ class Reader(MentionReader):
         if token is None:
             return self.focus.top_organization()
         found = self._mention(token)
-        return found if found is not None and found.entity_type == "Organization" else None
+        if found is None or not found.named or role_of(token) is not None:
+            return None
+        if found.entity_type not in ("Organization", "Entity"):
+            return None
+        return replace(found, entity_type="Organization")
 
     def _position_fact(
         self,
@@ -301,12 +319,10 @@ class Reader(MentionReader):
             return  # "tell you", "see you", "thank you": talk, not facts
         if any(c.dep_ == "det" and c.lower_ == "no" for c in target.children):
             return
-        if not self.speakers and not (subject.named and obj.named):
-            return  # prose: facts join named things; descriptions are no entities
-        if not obj.named and not obj.speaker_pronoun and not specific(obj.name):
-            return  # "felt a mix", "had yoga": a general word says nothing of anyone
+        if not self._says_something(verb, subject, obj):
+            return
         name = relation_name(relation)
-        if name == "JOIN" and not (obj.named and obj.entity_type == "Organization"):
+        if name == "JOIN" and not (obj.named and obj.entity_type in ("Organization", "Entity")):
             # Joining a class or a club is not employment (JOIN folds onto WORKS_AT).
             name = "PARTICIPATED_IN" if obj.entity_type == "Event" else "MEMBER_OF"
         ending = _ended(name, obj, target) or (name if no_longer(verb) else None)
@@ -319,6 +335,18 @@ class Reader(MentionReader):
             return
         sentence = fact_sentence(verb, subject, obj, target, pieces, self.turn)
         self._record(subject, ending or name, obj, sentence, when, ended=bool(ending))
+
+    def _says_something(self, verb: Token, subject: Mention, obj: Mention) -> bool:
+        """Prose: a fact joins two named things by a verb of a lasting relation
+        (RELATION_VERBS); narration ("thanked", "rang") and descriptions are no facts.
+        Conversation: a thing not named is a specific topic ("pottery class", not
+        "mix"), reached by a verb of relation or of what people do (ACTIVITY_VERBS)."""
+        lemma = lemma_of(verb)
+        if not self.speakers:
+            return subject.named and obj.named and lemma in RELATION_VERBS | {"be"}
+        if obj.named or obj.speaker_pronoun:
+            return True
+        return specific(obj.name) and lemma in RELATION_VERBS | ACTIVITY_VERBS | {"be"}
 
     def _sites(self, verb: Token, subjects: list[Mention], places: list[Token]) -> None:
         """ "founded Acme in Bergen": Acme LOCATED_IN Bergen."""

@@ -123,9 +123,10 @@ def sited(verb: Token) -> list[Token]:
     """The places "founded ... in", "opened ... in", "based in" put an organisation in."""
     if verb.lemma_.lower() not in SITING:
         return []
+    direct = [c for c in verb.children if c.dep_ == "dobj"]  # "founded Acme in Bergen"
     return [
         obj
-        for prep in verb.children
+        for prep in [*verb.children, *(c for d in direct for c in d.children)]
         if prep.dep_ == "prep" and prep.lower_ in ("in", "at")
         for obj in prep.children
         if obj.dep_ == "pobj"

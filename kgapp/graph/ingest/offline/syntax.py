@@ -14,6 +14,7 @@ from kgapp.graph.ingest.offline.vocabulary import (
     INTENT,
     MODALS_OF_DOUBT,
     NER_TYPES,
+    POSTS,
     REPORTING,
     RUMOUR,
 )
@@ -199,6 +200,9 @@ def objects(verb: Token) -> Iterator[Object]:
         if child.dep_ in ("dobj", "obj"):
             for token in with_conjuncts(child):
                 yield Object("", token, ())
+            if child.lemma_.lower() in POSTS:  # "quit their jobs at Brightwave"
+                for prep in (c for c in child.children if c.dep_ == "prep"):
+                    yield from prepositional(prep)
         elif child.dep_ in ("prep", "agent", "dative") and child.pos_ == "ADP":
             yield from prepositional(child)
 

@@ -16,6 +16,7 @@ PHOTO = re.compile(r"\s*\[shared a photo:[^\]]*\]")
 
 # A Markdown heading or list item marker, a line of its own.
 HEADING = re.compile(r"^\s{0,3}#{1,6}\s+")
+QUOTE = re.compile(r"^\s*(?:>\s*)+")  # a Markdown or e-mail quotation
 ITEM = re.compile(r"^\s*(?:[-*+\u2022]|\d{1,3}[.)])\s+")
 # A heading without Markdown: a short line that ends no sentence ("Update, 3 February
 # 2023", "From: Lena Ott").
@@ -47,10 +48,11 @@ def text_turns(content: str) -> list[Turn]:
     for block in re.split(r"\n\s*\n", content):
         lines: list[str] = []
         first = True
-        for line in (line.strip() for line in block.splitlines()):
-            if not line:
-                continue
-            if _is_heading(line, single):
+        lines_of_block = [QUOTE.sub("", line).strip() for line in block.splitlines()]
+        lines_of_block = [line for line in lines_of_block if line]
+        for index, line in enumerate(lines_of_block):
+            after = lines_of_block[index + 1] if index + 1 < len(lines_of_block) else ""
+            if _is_heading(line, single, after):
                 turns.extend(_paragraph(lines, first))
                 turns.append(Turn(None, None, HEADING.sub("", line).strip("*_ "), heading=True))
                 lines, first = [], True
@@ -68,9 +70,13 @@ def _paragraph(lines: list[str], first: bool) -> list[Turn]:
     return [Turn(None, None, " ".join(lines), paragraph=first)] if lines else []
 
 
-def _is_heading(line: str, single: bool) -> bool:
+def _is_heading(line: str, single: bool, after: str) -> bool:
+    """A Markdown heading; or a short line that ends no sentence, with no lower-case
+    continuation after it (a wrapped line of a paragraph)."""
     if HEADING.match(line):
         return True
+    if after[:1].islower():
+        return False
     short = len(line.split()) <= SHORT_LINE_WORDS and not line.rstrip("*_ ").endswith(
         (".", "!", "?", ";", ",")
     )

@@ -157,6 +157,10 @@ ENDINGS: dict[str, dict[str, str]] = {
     "LOSE_JOB_WITH": {"Organization": "WORKS_AT", "Entity": "WORKS_AT"},
     "QUIT_JOB_AT": {"Organization": "WORKS_AT", "Entity": "WORKS_AT"},
     "LEAVE_JOB_AT": {"Organization": "WORKS_AT", "Entity": "WORKS_AT"},
+    "HAND_IN_NOTICE_AT": {"*": "WORKS_AT"},
+    "GIVE_NOTICE_AT": {"*": "WORKS_AT"},
+    "QUIT_POSITION_AT": {"*": "WORKS_AT"},
+    "LEAVE_POSITION_AT": {"*": "WORKS_AT"},
     "BREAK_UP_WITH": {"Person": "DATES"},
     "SPLIT_UP_WITH": {"Person": "DATES"},
     "DIVORCE": {"Person": "MARRIED_TO"},
@@ -201,3 +205,27 @@ REPORTING = _wordset(
     pray dream wonder"""
 )
 RUMOUR = _wordset("rumor rumour rumors rumours word gossip")
+# Verbs that state a lasting relation between two things (general English, grouped by
+# the relation they state): in prose a clause with another verb is narration ("Helen
+# thanked Dev"), not a fact of the graph.
+RELATION_VERBS = _wordset(
+    """found co-found cofound establish start launch set incorporate open close
+    join work hire employ recruit appoint promote lead head manage run chair direct
+    supervise oversee captain coach mentor leave quit resign retire depart fire dismiss
+    replace succeed live move relocate settle reside study graduate enrol enroll attend
+    teach train learn marry wed date divorce engage propose buy acquire purchase own sell
+    merge invest fund sponsor back build create design develop write publish release
+    produce compose invent paint record film draw use adopt migrate switch deploy supply
+    provide deliver serve partner sign win award earn compete participate perform play
+    speak present host organise organize visit tour belong contain include name base
+    headquarter locate sit represent report"""
+)
+# What people do and like, said of themselves in conversation: "I paint landscapes",
+# "we went to the aquarium".
+ACTIVITY_VERBS = _wordset(
+    """paint sing dance cook bake run swim hike climb read watch listen practise practice
+    volunteer love like enjoy prefer go visit travel try take make collect grow knit sew
+    ride surf ski skate garden fish camp bike cycle write play learn study adopt get"""
+)
+# Nouns for a job: "quit her job at X", "took a position with X".
+POSTS = _wordset("job jobs position post role seat notice")
