@@ -33,10 +33,14 @@ dropped); questions, negated, conditional and modal clauses ("would", "should",
 "can") assert nothing; the parser's mistakes on chatty text are the extractor's; English
 only. It needs spaCy and a pipeline package (`OfflineExtractor.problem` says which).
 
-The modules: `extractor` loads the pipeline and runs it over an episode's `turns`;
-`reader` reads each parsed turn into facts, through `mentions` (who or what the words
-are) and `entities` (the episode's entities so far); `syntax` says what the parse says
-of a clause, `phrases` of a noun phrase, `sentence` writes the fact sentence; the word
+The modules: `extractor` loads the pipeline and runs it over an episode's `turns` (a
+text's headings, paragraphs and list items; a conversation's messages); `reader` reads
+each parsed turn into facts, through `mentions` (who or what the words are), `evidence`
+(each name's type and full name, by all its mentions), `focus` (who "she", "its" and
+"the company" are), `dating` (the dates paragraphs and sections state), `positions` and
+`roles` (positions held, ended and passed on; where organisations are) and `record`
+(the episode's entities and facts so far); `syntax` says what the parse says of a
+clause, `phrases` of a noun phrase, `sentence` writes the fact sentence; the word
 classes all of them go by are in `vocabulary`.
 """
 

@@ -1,31 +1,25 @@
-"""The reader: the parsed turns of one episode read into entities and facts. Mentions
-are `mentions.MentionReader`'s; the facts, clause by clause, are here."""
+"""The reader: the parsed turns of one episode read into entities and facts, clause by
+clause. Mentions are `mentions.MentionReader`'s, fact writing `record.FactRecorder`'s,
+positions and sites `positions.PositionReader`'s."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import replace
-from datetime import datetime
 from typing import TYPE_CHECKING
 
-from kgapp.graph.ingest.offline.dating import Dating, vague_past
-from kgapp.graph.ingest.offline.entities import Entities, Mention
-from kgapp.graph.ingest.offline.mentions import MentionReader
-from kgapp.graph.ingest.offline.phrases import modifiers, phrase_tokens, specific
+from kgapp.graph.ingest.offline.dating import vague_past
+from kgapp.graph.ingest.offline.entities import Mention
+from kgapp.graph.ingest.offline.phrases import modifiers, phrase_tokens
+from kgapp.graph.ingest.offline.positions import PositionReader
 from kgapp.graph.ingest.offline.roles import (
     EMPLOYMENT,
-    Role,
-    predecessor,
     role_of,
-    role_sentence,
     sited,
-    stated_role,
     successor,
 )
 from kgapp.graph.ingest.offline.sentence import fact_sentence
 from kgapp.graph.ingest.offline.syntax import (
     asserted,
-    clause_text,
     copula,
     dropped_first_person,
     future,
@@ -41,15 +35,12 @@ from kgapp.graph.ingest.offline.syntax import (
 )
 from kgapp.graph.ingest.offline.turns import Turn
 from kgapp.graph.ingest.offline.vocabulary import (
-    ACTIVITY_VERBS,
     AMOUNTS,
     ENDINGS,
     GROUP_HEADS,
     LIGHT_VERBS,
     PERSONAL_VERBS,
-    RELATION_VERBS,
     RELATIONAL,
-    ROLES,
 )
 from kgapp.graph.llm.prompts.extract import (
     MAX_ENTITIES,
@@ -57,35 +48,14 @@ from kgapp.graph.llm.prompts.extract import (
     ExtractedFact,
     Extraction,
 )
-from kgapp.graph.ontology import DEFAULT_ONTOLOGY
 from kgapp.graph.text import relation_name
 
 if TYPE_CHECKING:
     from spacy.tokens import Doc, Token
 
 
-class Reader(MentionReader):
+class Reader(PositionReader):
     """Reads the parsed turns of one episode into entities and facts."""
-
-    def __init__(
-        self,
-        reference_time: datetime,
-        speakers: list[str],
-        docs: list[Doc],
-        modifier_words: frozenset[str],
-    ) -> None:
-        super().__init__(reference_time, speakers, docs, modifier_words)
-        self.entities = Entities()
-        self.facts: list[ExtractedFact] = []
-        self.seen: set[tuple[str, str, str]] = set()
-        self.dating = Dating(reference_time)
-        # (subject, folded relation, object) -> index in facts; positions held, in order.
-        self.opened: dict[tuple[str, str, str], int] = {}
-        self.held: dict[str, list[tuple[str, str, Mention]]] = {}
-        self.unnamed_kin: list[tuple[ExtractedFact, Mention, str]] = []
-        for speaker in speakers:
-            self.entities.add(speaker, "Person", 0, fixed=True)
-            self.entities.describe(speaker, f"{speaker} is a participant of the conversation.")
 
     def extraction(self) -> Extraction:
         for fact, person, owner in self.unnamed_kin:
@@ -171,106 +141,15 @@ class Reader(MentionReader):
         places = sited(verb)
         if places:
             self._sites(verb, subjects, places)
+        agent = successor(verb)
+        if agent is not None:
+            self._by(verb, agent, subjects)
+            return
         for relation, target, pieces in self._predicates(verb):
             if target in places:
                 continue
             for subject in subjects:
                 self._fact(verb, subject, relation, target, pieces)
-
-    # --- positions and sites (roles.py)
-
-    def _when(self, verb: Token) -> datetime | None:
-        named = self.dating.clause(clause_text(verb), future=future(verb))
-        return named.start if named else None
-
-    def _position(self, verb: Token, holder: Mention) -> bool:
-        """A clause about a position held (roles.py): True when it said nothing else."""
-        stated = stated_role(verb)
-        if stated is None:
-            return False
-        if holder.entity_type != "Person" or not (holder.named or holder.speaker_pronoun):
-            return True  # "the CEO left", "the festival moved": no one's position
-        how, role = stated
-        when = self._when(verb)
-        if how == "succeed":
-            self._succession(verb, holder, role, when)
-        elif how == "end":
-            held = self._held(holder, role, ending=True)
-            if held is not None:
-                self._position_fact(holder, *held, when, ended=True)
-        else:
-            organization = self._organization(role.organization)
-            if organization is not None:
-                self._position_fact(holder, role.relation, role.words, organization, when)
-            return verb.lemma_.lower() in ("be", "become", "appoint", "name", "elect", "make")
-        return True
-
-    def _succession(self, verb: Token, holder: Mention, role: Role, when: datetime | None) -> None:
-        passive = any(c.dep_ == "auxpass" for c in verb.children)
-        other = successor(verb) if passive else predecessor(verb)
-        second = self._mention(other) if other is not None else None
-        if second is not None and other is not None and second.name == holder.name:
-            second = self.focus.pronoun(other, other_than=holder.name)
-        if second is None or second.entity_type != "Person":
-            return
-        before, after = (holder, second) if passive else (second, holder)
-        held = self._held(before, role, ending=False)
-        if held is not None:
-            self._position_fact(before, *held, when, ended=True)
-            self._position_fact(after, *held, when)
-
-    def _held(
-        self, holder: Mention, role: Role, *, ending: bool
-    ) -> tuple[str, str, Mention] | None:
-        """The position `role` names, else the holder's last one read, else (for an
-        ending) their employment at the organisation in focus."""
-        if role.relation:
-            organization = self._organization(role.organization)
-            return (role.relation, role.words, organization) if organization else None
-        held = self.held.get(holder.name.casefold())
-        if held:
-            return held[-1]
-        top = self.focus.top_organization()
-        return (EMPLOYMENT, "", top) if ending and top is not None else None
-
-    def _organization(self, token: Token | None) -> Mention | None:
-        if token is None:
-            return self.focus.top_organization()
-        found = self._mention(token)
-        if found is None or not found.named or role_of(token) is not None:
-            return None
-        if found.entity_type not in ("Organization", "Entity"):
-            return None
-        return replace(found, entity_type="Organization")
-
-    def _position_fact(
-        self,
-        holder: Mention,
-        relation: str,
-        words: str,
-        organization: Mention,
-        when: datetime | None,
-        *,
-        ended: bool = False,
-    ) -> None:
-        if ended and self._close(holder, relation, organization, when):
-            return
-        if not ended:
-            self.held.setdefault(holder.name.casefold(), []).append((relation, words, organization))
-        sentence = (
-            role_sentence(holder, words, organization, ended)
-            if words
-            else f"{holder.name} {'worked' if ended else 'works'} at {organization.name}."
-        )
-        self._record(holder, relation, organization, sentence, when, ended=ended)
-
-    def _agent(self, token: Token) -> Mention | None:
-        """The subject `token` as an entity that can do or be something: a person, a
-        name, an organization, place or event; not an idea ("dance is my passion")."""
-        mention = self._mention(token)
-        if mention is None or (mention.entity_type == "Concept" and not mention.named):
-            return None
-        return mention
 
     def _predicates(self, verb: Token) -> Iterator[tuple[str, Token, list[Token]]]:
         """(relation, object token, words of the sentence) of each object of `verb`."""
@@ -335,86 +214,6 @@ class Reader(MentionReader):
             return
         sentence = fact_sentence(verb, subject, obj, target, pieces, self.turn)
         self._record(subject, ending or name, obj, sentence, when, ended=bool(ending))
-
-    def _says_something(self, verb: Token, subject: Mention, obj: Mention) -> bool:
-        """Prose: a fact joins two named things by a verb of a lasting relation
-        (RELATION_VERBS); narration ("thanked", "rang") and descriptions are no facts.
-        Conversation: a thing not named is a specific topic ("pottery class", not
-        "mix"), reached by a verb of relation or of what people do (ACTIVITY_VERBS)."""
-        lemma = lemma_of(verb)
-        if not self.speakers:
-            return subject.named and obj.named and lemma in RELATION_VERBS | {"be"}
-        if obj.named or obj.speaker_pronoun:
-            return True
-        return specific(obj.name) and lemma in RELATION_VERBS | ACTIVITY_VERBS | {"be"}
-
-    def _sites(self, verb: Token, subjects: list[Mention], places: list[Token]) -> None:
-        """ "founded Acme in Bergen": Acme LOCATED_IN Bergen."""
-        direct = [m for c in verb.children if c.dep_ == "dobj" and (m := self._mention(c))]
-        sited = [m for m in [*direct, *subjects] if m.entity_type == "Organization"][:1]
-        relation = "HEADQUARTERED_IN" if verb.lemma_.lower() == "headquarter" else "LOCATED_IN"
-        for organization in sited:
-            for token in places:
-                place = self._mention(token)
-                if place is not None and place.entity_type in ("Location", "Entity"):
-                    sentence = f"{organization.name} is in {place.name}."
-                    self._record(organization, relation, place, sentence, self._when(verb))
-
-    def _record(
-        self,
-        subject: Mention,
-        relation: str,
-        obj: Mention,
-        sentence: str,
-        when: datetime | None,
-        *,
-        ended: bool = False,
-    ) -> None:
-        """A fact, once per episode: begun at `when`, or, `ended`, over by then."""
-        key = (subject.name.casefold(), relation, obj.name.casefold())
-        if key in self.seen:
-            return
-        self.seen.add(key)
-        folded = DEFAULT_ONTOLOGY.relation(relation)
-        subject_type, object_type = ROLES.get(folded, (None, None))
-        self._add_endpoint(subject, subject_type, sentence)
-        self._add_endpoint(obj, object_type, sentence)
-        self.opened[(key[0], folded, key[2])] = len(self.facts)
-        self.facts.append(
-            ExtractedFact(
-                source=subject.name,
-                relation=relation,
-                target=obj.name,
-                fact=sentence[:1000],
-                edge_type="temporal" if when or ended else "semantic",
-                confidence=0.6 if subject.weak or obj.weak else 0.8,
-                valid_at=None if ended else (when.isoformat() if when else None),
-                invalid_at=(when or self.reference_time).isoformat() if ended else None,
-            )
-        )
-
-    def _close(self, subject: Mention, relation: str, obj: Mention, when: datetime | None) -> bool:
-        """End a fact this episode has begun ("joined Acme in 2020 ... left it in 2023");
-        False when there is none."""
-        key = (subject.name.casefold(), DEFAULT_ONTOLOGY.relation(relation), obj.name.casefold())
-        index = self.opened.get(key)
-        if index is None or self.facts[index].invalid_at is not None:
-            return False
-        fact = self.facts[index]
-        end = (when or self.reference_time).isoformat()
-        if fact.valid_at is not None and fact.valid_at >= end:
-            return False
-        self.facts[index] = fact.model_copy(update={"invalid_at": end, "edge_type": "temporal"})
-        return True
-
-    def _add_endpoint(self, mention: Mention, role_type: str | None, sentence: str) -> None:
-        entity_type = mention.entity_type
-        # A name's guessed type gives way to the relation's; a noun phrase never becomes
-        # a Person, nor a person's relative anything else.
-        if role_type and (mention.named or "Person" not in (role_type, entity_type)):
-            entity_type = role_type
-        self.entities.add(mention.name, entity_type, 1)
-        self.entities.describe(mention.name, sentence)
 
 
 def _ended(relation: str, obj: Mention, target: Token) -> str | None:

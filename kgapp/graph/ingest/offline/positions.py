@@ -1,0 +1,170 @@
+"""The clauses read by `roles`: positions held, where organisations are, and the
+passive "founded by"; and which clauses say something at all."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from kgapp.graph.ingest.offline.entities import Mention
+from kgapp.graph.ingest.offline.phrases import specific
+from kgapp.graph.ingest.offline.record import FactRecorder
+from kgapp.graph.ingest.offline.roles import (
+    EMPLOYMENT,
+    Role,
+    predecessor,
+    role_of,
+    role_sentence,
+    stated_role,
+    successor,
+)
+from kgapp.graph.ingest.offline.syntax import (
+    clause_text,
+    future,
+    lemma_of,
+    verb_relation,
+    with_conjuncts,
+)
+from kgapp.graph.ingest.offline.vocabulary import (
+    ACTIVITY_VERBS,
+    RELATION_VERBS,
+)
+from kgapp.graph.text import relation_name
+
+if TYPE_CHECKING:
+    from spacy.tokens import Token
+
+
+class PositionReader(FactRecorder):
+    """Positions, sites and agents (roles.py), and what a fact must say."""
+
+    def _agent(self, token: Token) -> Mention | None:
+        """The subject `token` as an entity that can do or be something: a person, a
+        name, an organization, place or event; not an idea ("dance is my passion")."""
+        mention = self._mention(token)
+        if mention is None or (mention.entity_type == "Concept" and not mention.named):
+            return None
+        return mention
+
+    def _says_something(self, verb: Token, subject: Mention, obj: Mention) -> bool:
+        """Prose: a fact joins two named things by a verb of a lasting relation
+        (RELATION_VERBS); narration ("thanked", "rang") and descriptions are no facts.
+        Conversation: a thing not named is a specific topic ("pottery class", not
+        "mix"), reached by a verb of relation or of what people do (ACTIVITY_VERBS)."""
+        lemma = lemma_of(verb)
+        if not self.speakers:
+            return subject.named and obj.named and lemma in RELATION_VERBS | {"be"}
+        if obj.named or obj.speaker_pronoun:
+            return True
+        return specific(obj.name) and lemma in RELATION_VERBS | ACTIVITY_VERBS | {"be"}
+
+    def _when(self, verb: Token) -> datetime | None:
+        named = self.dating.clause(clause_text(verb), future=future(verb))
+        return named.start if named else None
+
+    def _position(self, verb: Token, holder: Mention) -> bool:
+        """A clause about a position held (roles.py): True when it said nothing else."""
+        stated = stated_role(verb)
+        if stated is None:
+            return False
+        if holder.entity_type != "Person" or not (holder.named or holder.speaker_pronoun):
+            return True  # "the CEO left", "the festival moved": no one's position
+        how, role = stated
+        when = self._when(verb)
+        if how == "succeed":
+            self._succession(verb, holder, role, when)
+        elif how == "end":
+            held = self._held(holder, role, ending=True)
+            if held is not None:
+                self._position_fact(holder, *held, when, ended=True)
+        else:
+            organization = self._organization(role.organization)
+            if organization is not None:
+                self._position_fact(holder, role.relation, role.words, organization, when)
+            return verb.lemma_.lower() in ("be", "become", "appoint", "name", "elect", "make")
+        return True
+
+    def _succession(self, verb: Token, holder: Mention, role: Role, when: datetime | None) -> None:
+        passive = any(c.dep_ == "auxpass" for c in verb.children)
+        other = successor(verb) if passive else predecessor(verb)
+        second = self._mention(other) if other is not None else None
+        if second is not None and other is not None and second.name == holder.name:
+            second = self.focus.pronoun(other, other_than=holder.name)
+        if second is None or second.entity_type != "Person":
+            return
+        before, after = (holder, second) if passive else (second, holder)
+        held = self._held(before, role, ending=False)
+        if held is not None:
+            self._position_fact(before, *held, when, ended=True)
+            self._position_fact(after, *held, when)
+
+    def _held(
+        self, holder: Mention, role: Role, *, ending: bool
+    ) -> tuple[str, str, Mention] | None:
+        """The position `role` names, else the holder's last one read, else (for an
+        ending) their employment at the organisation in focus."""
+        if role.relation:
+            organization = self._organization(role.organization)
+            return (role.relation, role.words, organization) if organization else None
+        held = self.held.get(holder.name.casefold())
+        if held:
+            return held[-1]
+        top = self.focus.top_organization()
+        return (EMPLOYMENT, "", top) if ending and top is not None else None
+
+    def _organization(self, token: Token | None) -> Mention | None:
+        if token is None:
+            return self.focus.top_organization()
+        found = self._mention(token)
+        if found is None or not found.named or role_of(token) is not None:
+            return None
+        if found.entity_type not in ("Organization", "Entity"):
+            return None
+        return replace(found, entity_type="Organization")
+
+    def _position_fact(
+        self,
+        holder: Mention,
+        relation: str,
+        words: str,
+        organization: Mention,
+        when: datetime | None,
+        *,
+        ended: bool = False,
+    ) -> None:
+        held = self.held.setdefault(holder.name.casefold(), [])
+        if (relation, words, organization) not in held:  # what a successor takes over
+            held.append((relation, words, organization))
+        if ended and self._close(holder, relation, organization, when):
+            return
+        sentence = (
+            role_sentence(holder, words, organization, ended)
+            if words
+            else f"{holder.name} {'worked' if ended else 'works'} at {organization.name}."
+        )
+        self._record(holder, relation, organization, sentence, when, ended=ended)
+
+    def _by(self, verb: Token, agent: Token, patients: list[Mention]) -> None:
+        """ "X was founded by Y and Z": Y FOUND X, Z FOUND X."""
+        relation = relation_name(verb_relation(verb) or lemma_of(verb))
+        agents = [m for t in with_conjuncts(agent) if (m := self._agent(t)) is not None]
+        for subject in agents:
+            for patient in patients:
+                if patient.name.casefold() == subject.name.casefold():
+                    continue
+                if self._says_something(verb, subject, patient):
+                    sentence = f"{patient.text} was {verb.text} by {subject.text}."
+                    self._record(subject, relation, patient, sentence, self._when(verb))
+
+    def _sites(self, verb: Token, subjects: list[Mention], places: list[Token]) -> None:
+        """ "founded Acme in Bergen": Acme LOCATED_IN Bergen."""
+        direct = [m for c in verb.children if c.dep_ == "dobj" and (m := self._mention(c))]
+        sited = [m for m in [*direct, *subjects] if m.entity_type == "Organization"][:1]
+        relation = "HEADQUARTERED_IN" if verb.lemma_.lower() == "headquarter" else "LOCATED_IN"
+        for organization in sited:
+            for token in places:
+                place = self._mention(token)
+                if place is not None and place.entity_type in ("Location", "Entity"):
+                    sentence = f"{organization.name} is in {place.name}."
+                    self._record(organization, relation, place, sentence, self._when(verb))
