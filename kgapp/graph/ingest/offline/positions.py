@@ -13,6 +13,7 @@ from kgapp.graph.ingest.offline.record import FactRecorder
 from kgapp.graph.ingest.offline.roles import (
     EMPLOYMENT,
     Role,
+    described_places,
     predecessor,
     role_of,
     role_sentence,
@@ -29,11 +30,12 @@ from kgapp.graph.ingest.offline.syntax import (
 from kgapp.graph.ingest.offline.vocabulary import (
     ACTIVITY_VERBS,
     RELATION_VERBS,
+    RELATIONAL,
 )
 from kgapp.graph.text import relation_name
 
 if TYPE_CHECKING:
-    from spacy.tokens import Token
+    from spacy.tokens import Span, Token
 
 
 class PositionReader(FactRecorder):
@@ -168,3 +170,39 @@ class PositionReader(FactRecorder):
                 if place is not None and place.entity_type in ("Location", "Entity"):
                     sentence = f"{organization.name} is in {place.name}."
                     self._record(organization, relation, place, sentence, self._when(verb))
+
+    # --- appositions: "Westsea Reefers, a refrigerated-cargo operator based in Tromsø"
+
+    def _appositions(self, span: Span, named: Mention) -> None:
+        """What a noun in apposition says of the name beside it: where it is ("a Leeds
+        games developer", "a co-working building in Holbeck", "an operator based in
+        Tromsø"), the position held ("previously finance chief at Hurtig Bunkers"), whose
+        relative it is ("Tor's daughter, Silje Haugland")."""
+        root = span.root
+        nouns = [c for c in root.children if c.dep_ == "appos" and c.pos_ == "NOUN"]
+        if root.dep_ == "appos" and root.head.pos_ == "NOUN":
+            nouns.append(root.head)
+        for noun in nouns:
+            for token in described_places(noun):
+                place = self._mention(token)
+                if place is not None and place.named and place.entity_type == "Location":
+                    sentence = f"{named.name} is in {place.name}."
+                    self._record(named, "LOCATED_IN", place, sentence, None)
+            if named.entity_type == "Person":
+                self._described_role(noun, named)
+
+    def _described_role(self, noun: Token, person: Mention) -> None:
+        role = role_of(noun)
+        if role is not None and role.organization is not None:
+            organization = self._organization(role.organization)
+            if organization is not None:
+                ended = any(c.lower_ in ("previously", "formerly", "former") for c in noun.children)
+                self._position_fact(
+                    person, role.relation, role.words, organization, None, ended=ended
+                )
+            return
+        owner = next((c for c in noun.children if c.dep_ == "poss"), None)
+        kin = self._mention(owner) if owner is not None and noun.lower_ in RELATIONAL else None
+        if kin is not None and kin.named and kin.entity_type == "Person":
+            sentence = f"{person.name} is {kin.name}'s {noun.lower_}."
+            self._record(person, relation_name(f"{noun.lemma_}_of"), kin, sentence, None)

@@ -76,6 +76,10 @@ class Reader(PositionReader):
                 self.focus.note(span.root, named)
         if turn.heading:
             return
+        for span in doc.ents:
+            named = self._named(span)
+            if named is not None and not is_question(span.sent):
+                self._appositions(span, named)
         for chunk in doc.noun_chunks:
             if chunk.root.lower_ not in RELATIONAL:
                 continue  # a noun phrase is an entity only when a fact needs it

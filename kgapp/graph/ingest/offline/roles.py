@@ -138,3 +138,23 @@ def sited(verb: Token) -> list[Token]:
 def role_sentence(holder: Mention, role: str, organization: Mention, ended: bool) -> str:
     verb = "was" if ended else "is"
     return f"{holder.name} {verb} {role} of {organization.name}."
+
+
+def described_places(noun: Token) -> list[Token]:
+    """The places a descriptive noun puts its thing in: a place name before it ("a
+    Leeds games developer"), "in X" after it, or "based in X" ("an operator based in
+    Tromsø")."""
+    found = [
+        c
+        for c in noun.children
+        if c.dep_ in ("compound", "nmod", "amod") and c.ent_type_ in ("GPE", "LOC") and c.i < noun.i
+    ]
+    for child in noun.children:
+        if child.dep_ == "prep" and child.lower_ in ("in", "at"):
+            found += [c for c in child.children if c.dep_ == "pobj"]
+        elif child.dep_ == "acl" and child.lemma_.lower() in ("base", "locate", "headquarter"):
+            for prep in (
+                c for c in child.children if c.dep_ == "prep" and c.lower_ in ("in", "at")
+            ):
+                found += [c for c in prep.children if c.dep_ == "pobj"]
+    return found

@@ -92,7 +92,10 @@ ORGANIZATION_HEADS = _wordset(
     organization organisation charity shelter firm bank hospital clinic startup
     business foundation association society council committee department center
     centre institute academy orchestra choir league union nonprofit non-profit
-    network community"""
+    network community operator developer maker manufacturer provider retailer supplier
+    producer publisher consultancy carrier airline brewery distributor chain start-up
+    cooperative co-op outfit label lab laboratory corporation conglomerate insurer
+    broker agency subsidiary"""
 )
 # Organizations one is a member of rather than employed by.
 GROUP_HEADS = _wordset(
