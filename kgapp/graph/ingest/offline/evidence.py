@@ -136,22 +136,33 @@ def _noun_type(noun: Token) -> str | None:
 
 
 def full_names(docs: list[Doc], types: dict[str, str]) -> dict[str, str]:
-    """casefolded short name -> the one full name it stands for: a person's first or
-    last name, an organisation's first word ("Halvorsen" for Halvorsen Marine), when
-    exactly one full name of the episode has it."""
-    candidates: dict[str, set[str]] = {}
+    """casefolded short name -> the full name it stands for: a person's first or last
+    name, an organisation's first word ("Halvorsen" for Halvorsen Marine) or initials
+    ("NS" for Nordvik Shipping). When several full names share it, the one the episode
+    names most, if one does ("Marinescu" on a page about Teodora Marinescu, who has a
+    father Mihai Marinescu)."""
+    candidates: dict[str, Counter[str]] = {}
     for doc in docs:
         for span in doc.ents:
             name = name_of(span)
-            words = name.split()
             entity_type = types.get(name.casefold())
-            if len(words) < 2 or entity_type not in ("Person", "Organization"):
-                continue
-            shorts = (words[0], words[-1]) if entity_type == "Person" else (words[0],)
-            for short in shorts:
-                candidates.setdefault(short.casefold(), set()).add(name)
-    return {
-        short: next(iter(names))
-        for short, names in candidates.items()
-        if len(names) == 1 and types.get(short) != "Location"
-    }
+            for short in _shorts(name, entity_type):
+                candidates.setdefault(short.casefold(), Counter())[name] += 1
+    found = {}
+    for short, names in candidates.items():
+        ranked = names.most_common(2)
+        unique = len(ranked) == 1 or ranked[0][1] > ranked[1][1]
+        if unique and types.get(short) != "Location" and short != ranked[0][0].casefold():
+            found[short] = ranked[0][0]
+    return found
+
+
+def _shorts(name: str, entity_type: str | None) -> list[str]:
+    words = name.split()
+    if len(words) < 2 or entity_type not in ("Person", "Organization"):
+        return []
+    if entity_type == "Person":
+        return [words[0], words[-1]]
+    capitals = [w for w in words if w[:1].isupper() and w.lower() not in ("of", "the", "and")]
+    initials = "".join(w[0] for w in capitals)
+    return [words[0], initials] if len(initials) >= 2 else [words[0]]

@@ -14,6 +14,7 @@ from kgapp.graph.ingest.offline.roles import (
     EMPLOYMENT,
     Role,
     described_places,
+    kin_relation,
     predecessor,
     role_of,
     role_sentence,
@@ -31,6 +32,7 @@ from kgapp.graph.ingest.offline.vocabulary import (
     ACTIVITY_VERBS,
     RELATION_VERBS,
     RELATIONAL,
+    ROLE_NOUNS,
 )
 from kgapp.graph.text import relation_name
 
@@ -47,6 +49,8 @@ class PositionReader(FactRecorder):
         mention = self._mention(token)
         if mention is None or (mention.entity_type == "Concept" and not mention.named):
             return None
+        if token.lemma_.lower() in ROLE_NOUNS:
+            return None  # "the CEO left": a position, not a name
         return mention
 
     def _says_something(self, verb: Token, subject: Mention, obj: Mention) -> bool:
@@ -57,9 +61,13 @@ class PositionReader(FactRecorder):
         lemma = lemma_of(verb)
         if not self.speakers:
             return subject.named and obj.named and lemma in RELATION_VERBS | {"be"}
-        if obj.named or obj.speaker_pronoun:
+        if obj.speaker_pronoun:
             return True
-        return specific(obj.name) and lemma in RELATION_VERBS | ACTIVITY_VERBS | {"be"}
+        if not obj.named and not specific(obj.name):
+            return False
+        if lemma == "be":  # "Tilly is at the boathouse": where someone is now
+            return obj.named or not any(c.lower_ in ("at", "in") for c in verb.children)
+        return lemma in RELATION_VERBS | ACTIVITY_VERBS
 
     def _when(self, verb: Token) -> datetime | None:
         named = self.dating.clause(clause_text(verb), future=future(verb))
@@ -205,4 +213,4 @@ class PositionReader(FactRecorder):
         kin = self._mention(owner) if owner is not None and noun.lower_ in RELATIONAL else None
         if kin is not None and kin.named and kin.entity_type == "Person":
             sentence = f"{person.name} is {kin.name}'s {noun.lower_}."
-            self._record(person, relation_name(f"{noun.lemma_}_of"), kin, sentence, None)
+            self._record(person, kin_relation(noun.lemma_), kin, sentence, None)

@@ -13,6 +13,7 @@ from kgapp.graph.ingest.offline.phrases import modifiers, phrase_tokens
 from kgapp.graph.ingest.offline.positions import PositionReader
 from kgapp.graph.ingest.offline.roles import (
     EMPLOYMENT,
+    kin_relation,
     role_of,
     sited,
     successor,
@@ -102,7 +103,7 @@ class Reader(PositionReader):
         owner = self._owner(root)
         if owner is None or owner.casefold() == person.name.casefold():
             return
-        relation = relation_name(f"{root.lemma_}_of")
+        relation = kin_relation(root.lemma_)
         key = (person.name.casefold(), relation, owner.casefold())
         if key in self.seen:
             return
@@ -204,10 +205,7 @@ class Reader(PositionReader):
             return
         if not self._says_something(verb, subject, obj):
             return
-        name = relation_name(relation)
-        if name == "JOIN" and not (obj.named and obj.entity_type in ("Organization", "Entity")):
-            # Joining a class or a club is not employment (JOIN folds onto WORKS_AT).
-            name = "PARTICIPATED_IN" if obj.entity_type == "Event" else "MEMBER_OF"
+        name = _joined(relation_name(relation), obj, target)
         ending = _ended(name, obj, target) or (name if no_longer(verb) else None)
         when = self._when(verb)
         if ending == EMPLOYMENT:  # leaving a job ends the positions held there
@@ -229,3 +227,15 @@ def _ended(relation: str, obj: Mention, target: Token) -> str | None:
     if obj.entity_type == "Organization" and target.lemma_.lower() in GROUP_HEADS:
         return "MEMBER_OF"
     return ends.get(obj.entity_type) or ends.get("*")
+
+
+def _joined(name: str, obj: Mention, target: Token) -> str:
+    """Joining a class or a club is no employment (JOIN folds onto WORKS_AT); starting
+    at a company is ("I start at Greenleaf on Monday")."""
+    company = obj.named and obj.entity_type in ("Organization", "Entity")
+    group = target.lemma_.lower() in GROUP_HEADS
+    if name == "JOIN" and (not company or group):
+        return "PARTICIPATED_IN" if obj.entity_type == "Event" else "MEMBER_OF"
+    if name in ("START_AT", "BEGIN_AT", "START_WORK_AT", "START_JOB_AT") and company:
+        return "WORKS_AT"
+    return name

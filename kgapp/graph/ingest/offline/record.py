@@ -61,6 +61,8 @@ class FactRecorder(MentionReader):
         self.seen.add(key)
         folded = DEFAULT_ONTOLOGY.relation(relation)
         subject_type, object_type = ROLES.get(folded, (None, None))
+        if _contradicts(subject, subject_type) or _contradicts(obj, object_type):
+            return  # "the festival lives in", "works at Copenhagen": a misread clause
         self._add_endpoint(subject, subject_type, sentence)
         self._add_endpoint(obj, object_type, sentence)
         self.opened[(key[0], folded, key[2])] = len(self.facts)
@@ -99,3 +101,11 @@ class FactRecorder(MentionReader):
             entity_type = role_type
         self.entities.add(mention.name, entity_type, 1)
         self.entities.describe(mention.name, sentence)
+
+
+def _contradicts(mention: Mention, role_type: str | None) -> bool:
+    """A named thing of a known type that cannot take this part: a person where the
+    relation wants a place or a company, or the other way round."""
+    if role_type is None or not mention.named or mention.entity_type in ("Entity", "Concept"):
+        return False
+    return (role_type == "Person") != (mention.entity_type == "Person")

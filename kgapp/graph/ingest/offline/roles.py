@@ -158,3 +158,17 @@ def described_places(noun: Token) -> list[Token]:
             ):
                 found += [c for c in prep.children if c.dep_ == "pobj"]
     return found
+
+
+SPOUSES = frozenset({"husband", "wife", "spouse"})
+PARTNERS = frozenset({"partner", "boyfriend", "girlfriend", "fiance", "fiancee", "fiancé"})
+
+
+def kin_relation(noun: str) -> str:
+    """ "my husband": MARRIED_TO; "my girlfriend": DATES; "my sister": SISTER_OF."""
+    lemma = noun.lower()
+    if lemma in SPOUSES:
+        return "MARRIED_TO"
+    if lemma in PARTNERS:
+        return "DATES"
+    return relation_name(f"{lemma}_of")
