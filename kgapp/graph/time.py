@@ -181,12 +181,12 @@ def _absolute(text: str, ref: datetime) -> NamedDate | None:
         )
     if m := re.search(rf"\b{_MONTH},?\s+(\d{{4}})\b", text):
         return _named(_day(int(m.group(2)), _MONTHS[m.group(1).lower()], 1), "month", True)
-    if m := re.search(rf"\b(?:in|last|this|since)\s+{_MONTH}\b", text, re.IGNORECASE):
+    if m := re.search(rf"\b(?:in|last|this|since|of|by)\s+{_MONTH}\b", text, re.IGNORECASE):
         month = _MONTHS[m.group(1).lower()]
         year = ref.year if month <= ref.month else ref.year - 1
         return _named(_day(year, month, 1), "month")
     if m := re.search(
-        r"\b(?:in|since|back in|from|during|by|until|of)\s+((?:19|20)\d{2})\b", text, re.IGNORECASE
+        r"\b(?:in|since|back in|from|during|by|of)\s+((?:19|20)\d{2})\b", text, re.IGNORECASE
     ):
         return _named(_day(int(m.group(1)), 1, 1), "year", True)
     return None
@@ -303,4 +303,26 @@ def _anaphoric(lowered: str, context: NamedDate) -> NamedDate | None:
     if re.search(r"\bthe (following|next) month\b|\ba month later\b", lowered):
         month = context.start.month
         return _named(_day(year + month // 12, month % 12 + 1, 1), "month", True)
+    return None
+
+
+_UNTIL = re.compile(
+    rf"\b(?:until|till|til|through|to)\s+(?:the\s+(?:end|middle)\s+of\s+)?"
+    rf"((?:\d{{1,2}}(?:st|nd|rd|th)?\s+)?(?:{_MONTH}\s*(?:\d{{1,2}},?\s+)?(?:(?:19|20)\d{{2}})?|(?:19|20)\d{{2}}))\b",
+    re.IGNORECASE,
+)
+
+
+def stated_until(
+    text: str, reference: datetime, context: NamedDate | None = None
+) -> NamedDate | None:
+    """The end a clause states: "until 2023", "from 2015 to 2019", "till the end of
+    April"; None when it states none."""
+    for match in _UNTIL.finditer(text):
+        said = match.group(1).strip()
+        if match.group(0)[:2].lower() in ("to", "th") and not re.search(r"\d{4}", said):
+            continue  # "talked to May": a month needs its year after "to"
+        found = resolve_in_context(f"in {said}", reference, context)
+        if found is not None:
+            return found
     return None

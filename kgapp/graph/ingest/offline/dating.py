@@ -9,7 +9,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from kgapp.graph.ingest.offline.turns import Turn
-from kgapp.graph.time import NamedDate, resolve_in_context, resolve_named
+from kgapp.graph.time import NamedDate, resolve_in_context, resolve_named, stated_until
 
 if TYPE_CHECKING:
     from spacy.tokens import Span
@@ -34,6 +34,7 @@ class Dating:
         self.paragraph: NamedDate | None = None
         self.before: NamedDate | None = None  # the context the sentence began in
         self.now = reference  # what "today" and "last week" count from
+        self.message: datetime | None = None
 
     def enter(self, turn: Turn) -> None:
         """A new turn: a heading dates its section; a message is its own now."""
@@ -46,6 +47,7 @@ class Dating:
             self.paragraph = None
         day = self.section is not None and self.section.unit == "day"
         self.now = turn.when or (self.section.start if day and self.section else self.reference)
+        self.message = turn.when
 
     @property
     def context(self) -> NamedDate | None:
@@ -60,9 +62,25 @@ class Dating:
 
     def clause(self, text: str, *, future: bool) -> NamedDate | None:
         """The date of a clause whose words are `text`."""
-        own = resolve_in_context(text, self.now, self.before, future=future)
-        return own or self.before or self.context
+        own = resolve_in_context(_before_until(text), self.now, self.before, future=future)
+        return own or self.before or self.context or self.said
+
+    def until(self, text: str) -> NamedDate | None:
+        """The end a clause states ("chaired it from 2020 until 2023")."""
+        return stated_until(text, self.now, self.before)
+
+    @property
+    def said(self) -> NamedDate | None:
+        """A message's day: what it tells is true from then, as far as anyone knows."""
+        if self.message is None:
+            return None
+        return NamedDate(self.message.replace(hour=0, minute=0, second=0, microsecond=0), "day")
 
 
 def vague_past(text: str) -> bool:
     return VAGUE_PAST.search(text.lower()) is not None
+
+
+def _before_until(text: str) -> str:
+    """The words before "until ...": what follows it is the end, not the start."""
+    return re.split(r"\b(?:until|till)\b", text, maxsplit=1, flags=re.IGNORECASE)[0]

@@ -26,6 +26,7 @@ from kgapp.graph.ingest.offline.vocabulary import (
     NER_TYPES,
     PROJECT_WORDS,
     RELATIONAL,
+    ROLE_NOUNS,
     SECOND_PERSON,
 )
 
@@ -70,6 +71,8 @@ class MentionReader:
             tokens.pop()
         if not tokens or not proper(tokens, entity_type) or not self._corroborated(tokens):
             return None
+        if len(tokens) == 1 and tokens[0].lemma_.lower() in ROLE_NOUNS:
+            return None  # "CTO", "CEO": a position, never a name
         name = written(tokens)
         if len(tokens) == 1:
             name = self.shorts.get(name.casefold(), name)

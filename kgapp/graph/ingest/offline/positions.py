@@ -12,6 +12,7 @@ from kgapp.graph.ingest.offline.phrases import specific
 from kgapp.graph.ingest.offline.record import FactRecorder
 from kgapp.graph.ingest.offline.roles import (
     EMPLOYMENT,
+    LEADING,
     Role,
     described_places,
     kin_relation,
@@ -25,6 +26,7 @@ from kgapp.graph.ingest.offline.syntax import (
     clause_text,
     future,
     lemma_of,
+    no_longer,
     verb_relation,
     with_conjuncts,
 )
@@ -73,6 +75,10 @@ class PositionReader(FactRecorder):
         named = self.dating.clause(clause_text(verb), future=future(verb))
         return named.start if named else None
 
+    def _until(self, verb: Token) -> datetime | None:
+        named = self.dating.until(clause_text(verb))
+        return named.start if named else None
+
     def _position(self, verb: Token, holder: Mention) -> bool:
         """A clause about a position held (roles.py): True when it said nothing else."""
         stated = stated_role(verb)
@@ -91,8 +97,25 @@ class PositionReader(FactRecorder):
         else:
             organization = self._organization(role.organization)
             if organization is not None:
-                self._position_fact(holder, role.relation, role.words, organization, when)
-            return verb.lemma_.lower() in ("be", "become", "appoint", "name", "elect", "make")
+                ended = no_longer(verb)
+                self._position_fact(
+                    holder,
+                    role.relation,
+                    role.words,
+                    organization,
+                    when,
+                    ended=ended,
+                    until=self._until(verb),
+                )
+            return verb.lemma_.lower() in (
+                "be",
+                "become",
+                "appoint",
+                "name",
+                "elect",
+                "make",
+                *LEADING,
+            )
         return True
 
     def _succession(self, verb: Token, holder: Mention, role: Role, when: datetime | None) -> None:
@@ -142,6 +165,7 @@ class PositionReader(FactRecorder):
         when: datetime | None,
         *,
         ended: bool = False,
+        until: datetime | None = None,
     ) -> None:
         held = self.held.setdefault(holder.name.casefold(), [])
         if (relation, words, organization) not in held:  # what a successor takes over
@@ -153,7 +177,7 @@ class PositionReader(FactRecorder):
             if words
             else f"{holder.name} {'worked' if ended else 'works'} at {organization.name}."
         )
-        self._record(holder, relation, organization, sentence, when, ended=ended)
+        self._record(holder, relation, organization, sentence, when, ended=ended, until=until)
 
     def _by(self, verb: Token, agent: Token, patients: list[Mention]) -> None:
         """ "X was founded by Y and Z": Y FOUND X, Z FOUND X."""

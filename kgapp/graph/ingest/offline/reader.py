@@ -215,7 +215,8 @@ class Reader(PositionReader):
         if ending and self._close(subject, ending, obj, when):
             return
         sentence = fact_sentence(verb, subject, obj, target, pieces, self.turn)
-        self._record(subject, ending or name, obj, sentence, when, ended=bool(ending))
+        until = self._until(verb)
+        self._record(subject, ending or name, obj, sentence, when, ended=bool(ending), until=until)
 
 
 def _ended(relation: str, obj: Mention, target: Token) -> str | None:

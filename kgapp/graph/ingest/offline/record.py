@@ -53,13 +53,17 @@ class FactRecorder(MentionReader):
         when: datetime | None,
         *,
         ended: bool = False,
+        until: datetime | None = None,
     ) -> None:
-        """A fact, once per episode: begun at `when`, or, `ended`, over by then."""
+        """A fact, once per episode: begun at `when` (and over at `until`), or,
+        `ended`, over by then."""
         key = (subject.name.casefold(), relation, obj.name.casefold())
         if key in self.seen:
             return
         self.seen.add(key)
         folded = DEFAULT_ONTOLOGY.relation(relation)
+        if folded == "LIVES_IN" and subject.named and subject.entity_type == "Organization":
+            relation = folded = "LOCATED_IN"  # "the firm moved to Leeds": where it is
         subject_type, object_type = ROLES.get(folded, (None, None))
         if _contradicts(subject, subject_type) or _contradicts(obj, object_type):
             return  # "the festival lives in", "works at Copenhagen": a misread clause
@@ -75,7 +79,7 @@ class FactRecorder(MentionReader):
                 edge_type="temporal" if when or ended else "semantic",
                 confidence=0.6 if subject.weak or obj.weak else 0.8,
                 valid_at=None if ended else (when.isoformat() if when else None),
-                invalid_at=(when or self.reference_time).isoformat() if ended else None,
+                invalid_at=_end(when, until, self.reference_time, ended),
             )
         )
 
@@ -109,3 +113,13 @@ def _contradicts(mention: Mention, role_type: str | None) -> bool:
     if role_type is None or not mention.named or mention.entity_type in ("Entity", "Concept"):
         return False
     return (role_type == "Person") != (mention.entity_type == "Person")
+
+
+def _end(
+    when: datetime | None, until: datetime | None, reference: datetime, ended: bool
+) -> str | None:
+    if ended:
+        return (when or reference).isoformat()
+    if until is not None and (when is None or until > when):
+        return until.isoformat()
+    return None

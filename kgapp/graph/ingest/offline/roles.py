@@ -34,6 +34,17 @@ ENDING = frozenset({"step", "resign", "retire", "quit", "leave", "depart"})
 SUCCEEDING = frozenset({"replace", "succeed"})
 SITING = frozenset({"found", "establish", "open", "base", "headquarter", "incorporate", "set"})
 EMPLOYMENT = "WORKS_AT"
+# Verbs of leading an organisation: the position they state.
+LEADING = {
+    "chair": "CHAIR_OF",
+    "head": "HEAD_OF",
+    "lead": "LEADS",
+    "run": "LEADS",
+    "manage": "LEADS",
+    "direct": "LEADS",
+    "captain": "CAPTAIN_OF",
+    "coach": "COACH_OF",
+}
 
 
 @dataclass(frozen=True)
@@ -77,6 +88,10 @@ def stated_role(verb: Token) -> tuple[str, Role] | None:
             role = next((r for c in child.children if (r := role_of(c)) is not None), None)
         if role is not None:
             return _how(verb), role
+    leading = LEADING.get(lemma)
+    direct = next((c for c in verb.children if c.dep_ == "dobj"), None)
+    if leading and direct is not None and (direct.pos_ == "PROPN" or direct.lower_ == "it"):
+        return "start", Role(leading, lemma, direct)  # "chaired the Timber Council"
     if lemma in ENDING and not any(
         c.dep_ == "dobj" or (c.dep_ == "prep" and c.lower_ in ("from", "at", "with"))
         for c in verb.children

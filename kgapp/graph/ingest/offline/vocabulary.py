@@ -145,7 +145,12 @@ INTENT = _wordset(
 )
 # Verb (+ particle + preposition) that ends a relation, by the object's type.
 ENDINGS: dict[str, dict[str, str]] = {
-    "LEAVE": {"Organization": "WORKS_AT", "Entity": "WORKS_AT", "Location": "LIVES_IN"},
+    "LEAVE": {
+        "Organization": "WORKS_AT",
+        "Entity": "WORKS_AT",
+        "Location": "LIVES_IN",
+        "Project": "MEMBER_OF",
+    },
     # One quits or resigns from a job whatever NER took the employer for ("*": any type).
     "QUIT": {"*": "WORKS_AT"},
     "RESIGN_FROM": {"*": "WORKS_AT"},
