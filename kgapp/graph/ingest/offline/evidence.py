@@ -13,6 +13,7 @@ from collections import Counter
 from typing import TYPE_CHECKING
 
 from kgapp.graph.ingest.offline.vocabulary import (
+    GROUP_HEADS,
     NER_TYPES,
     ORGANIZATION_HEADS,
     PLACE_HEADS,
@@ -166,3 +167,19 @@ def _shorts(name: str, entity_type: str | None) -> list[str]:
     capitals = [w for w in words if w[:1].isupper() and w.lower() not in ("of", "the", "and")]
     initials = "".join(w[0] for w in capitals)
     return [words[0], initials] if len(initials) >= 2 else [words[0]]
+
+
+def group_names(docs: list[Doc]) -> frozenset[str]:
+    """casefolded names of groups one is a member of rather than employed by: a band,
+    club, team or choir, by its own last word ("Söder Chamber Choir") or by what the
+    text calls it ("The Marram Grass are an Irish folk-rock band")."""
+    found: set[str] = set()
+    for doc in docs:
+        for span in doc.ents:
+            described = _described_as(span.root)
+            last = span[-1].lemma_.lower()
+            if last in GROUP_HEADS or (
+                described is not None and described.lemma_.lower() in GROUP_HEADS
+            ):
+                found.add(name_of(span).casefold())
+    return frozenset(found)

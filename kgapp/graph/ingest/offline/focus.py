@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from kgapp.graph.ingest.offline.entities import Mention
+from kgapp.graph.ingest.offline.vocabulary import GROUP_HEADS
 
 if TYPE_CHECKING:
     from spacy.tokens import Token
@@ -73,7 +74,7 @@ class Focus:
         if any(c.dep_ in ("amod", "compound", "prep", "poss") for c in root.children):
             return None  # "the shipping company", "the company of ...": another one
         lemma = root.lemma_.lower()
-        if lemma in COMPANY_WORDS:
+        if lemma in COMPANY_WORDS or lemma in GROUP_HEADS:
             return self.top_organization()
         if lemma in PLACE_WORDS:
             return self._latest(root, frozenset({"Location"}))

@@ -7,7 +7,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from kgapp.graph.ingest.offline.entities import Mention
-from kgapp.graph.ingest.offline.evidence import full_names, name_types
+from kgapp.graph.ingest.offline.evidence import full_names, group_names, name_types
 from kgapp.graph.ingest.offline.focus import Focus
 from kgapp.graph.ingest.offline.phrases import (
     head_type,
@@ -56,6 +56,7 @@ class MentionReader:
         self.turn = Turn(None, None, "")
         self.types = name_types(docs)
         self.shorts = full_names(docs, self.types)
+        self.groups = group_names(docs)
         self.focus = Focus(conversation=bool(speakers))
         self.focus.speakers = set(speakers)
 

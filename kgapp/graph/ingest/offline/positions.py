@@ -144,7 +144,9 @@ class PositionReader(FactRecorder):
         if held:
             return held[-1]
         top = self.focus.top_organization()
-        return (EMPLOYMENT, "", top) if ending and top is not None else None
+        if not ending or top is None:
+            return None
+        return ("MEMBER_OF" if top.name.casefold() in self.groups else EMPLOYMENT, "", top)
 
     def _organization(self, token: Token | None) -> Mention | None:
         if token is None:

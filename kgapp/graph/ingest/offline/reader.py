@@ -205,8 +205,13 @@ class Reader(PositionReader):
             return
         if not self._says_something(verb, subject, obj):
             return
-        name = _joined(relation_name(relation), obj, target)
-        ending = _ended(name, obj, target) or (name if no_longer(verb) else None)
+        name = _joined(
+            relation_name(relation),
+            obj,
+            obj.name.casefold() in self.groups or target.lemma_.lower() in GROUP_HEADS,
+        )
+        group = obj.name.casefold() in self.groups or target.lemma_.lower() in GROUP_HEADS
+        ending = _ended(name, obj, group) or (name if no_longer(verb) else None)
         when = self._when(verb)
         if ending == EMPLOYMENT:  # leaving a job ends the positions held there
             for relation, _, place in self.held.get(subject.name.casefold(), []):
@@ -219,22 +224,21 @@ class Reader(PositionReader):
         self._record(subject, ending or name, obj, sentence, when, ended=bool(ending), until=until)
 
 
-def _ended(relation: str, obj: Mention, target: Token) -> str | None:
+def _ended(relation: str, obj: Mention, group: bool) -> str | None:
     """The relation a leaving verb ends, by what is left: a club's membership, a
     company's job, a city's residence; None for any other verb."""
     ends = ENDINGS.get(relation)
     if ends is None:
         return None
-    if obj.entity_type == "Organization" and target.lemma_.lower() in GROUP_HEADS:
+    if obj.entity_type in ("Organization", "Entity") and group:
         return "MEMBER_OF"
     return ends.get(obj.entity_type) or ends.get("*")
 
 
-def _joined(name: str, obj: Mention, target: Token) -> str:
+def _joined(name: str, obj: Mention, group: bool) -> str:
     """Joining a class or a club is no employment (JOIN folds onto WORKS_AT); starting
     at a company is ("I start at Greenleaf on Monday")."""
     company = obj.named and obj.entity_type in ("Organization", "Entity")
-    group = target.lemma_.lower() in GROUP_HEADS
     if name == "JOIN" and (not company or group):
         return "PARTICIPATED_IN" if obj.entity_type == "Event" else "MEMBER_OF"
     if name in ("START_AT", "BEGIN_AT", "START_WORK_AT", "START_JOB_AT") and company:
