@@ -51,11 +51,12 @@ class Focus:
     def next_turn(self) -> None:
         self.turn += 1
 
-    def note(self, token: Token, mention: Mention) -> None:
+    def note(self, token: Token, mention: Mention, *, title: bool = False) -> None:
+        """A named mention; in a title it counts thrice (the text is about it)."""
         verb = token.head.i if token.dep_ in ("nsubj", "nsubjpass") else None
         self.notes.append(Noted(self.turn, token.i, mention, verb))
         if mention.entity_type == "Organization":
-            self.counts[mention.name] += 1
+            self.counts[mention.name] += 3 if title else 1
 
     def pronoun(self, token: Token, other_than: str = "") -> Mention | None:
         """Whom a third-person pronoun stands for; `other_than`: not this name (the
@@ -75,10 +76,22 @@ class Focus:
             return None  # "the shipping company", "the company of ...": another one
         lemma = root.lemma_.lower()
         if lemma in COMPANY_WORDS or lemma in GROUP_HEADS:
-            return self.top_organization()
+            return self._organization_near(root) or self.top_organization()
         if lemma in PLACE_WORDS:
             return self._latest(root, frozenset({"Location"}))
         return None
+
+    def _organization_near(self, token: Token) -> Mention | None:
+        """The organisation named most among those of this turn and the one before,
+        before `token` ("she joined Holm & Friis ... In 2001 she left the firm")."""
+        near: Counter[str] = Counter()
+        for noted in self._candidates(token, frozenset({"Organization"}), ""):
+            if noted.turn >= self.turn - 1:
+                near[noted.mention.name] += self.counts[noted.mention.name]
+        if not near:
+            return None
+        best = near.most_common(1)[0][0]
+        return next(n.mention for n in reversed(self.notes) if n.mention.name == best)
 
     def top_organization(self) -> Mention | None:
         """The organisation the text names most (the latest of those named as often)."""

@@ -13,8 +13,10 @@ from kgapp.graph.ingest.offline.record import FactRecorder
 from kgapp.graph.ingest.offline.roles import (
     EMPLOYMENT,
     LEADING,
+    SITING,
     Role,
     described_places,
+    hosts,
     kin_relation,
     predecessor,
     role_of,
@@ -196,14 +198,18 @@ class PositionReader(FactRecorder):
     def _sites(self, verb: Token, subjects: list[Mention], places: list[Token]) -> None:
         """ "founded Acme in Bergen": Acme LOCATED_IN Bergen."""
         direct = [m for c in verb.children if c.dep_ == "dobj" and (m := self._mention(c))]
-        sited = [m for m in [*direct, *subjects] if m.entity_type == "Organization"][:1]
+        if verb.lemma_.lower() not in SITING:  # "studied at X in Y": X is in Y
+            direct, subjects = [m for c in hosts(verb) if (m := self._mention(c))], []
+        sited = [m for m in [*direct, *subjects] if m.entity_type in ("Organization", "Entity")]
+        sited = [m for m in sited if m.named][:1]
         relation = "HEADQUARTERED_IN" if verb.lemma_.lower() == "headquarter" else "LOCATED_IN"
+        when = self._when(verb) if verb.lemma_.lower() in SITING else None
         for organization in sited:
             for token in places:
                 place = self._mention(token)
                 if place is not None and place.entity_type in ("Location", "Entity"):
                     sentence = f"{organization.name} is in {place.name}."
-                    self._record(organization, relation, place, sentence, self._when(verb))
+                    self._record(organization, relation, place, sentence, when)
 
     # --- appositions: "Westsea Reefers, a refrigerated-cargo operator based in Tromsø"
 

@@ -40,7 +40,9 @@ from kgapp.graph.ingest.offline.vocabulary import (
     ENDINGS,
     GROUP_HEADS,
     LIGHT_VERBS,
+    ORGANIZATION_HEADS,
     PERSONAL_VERBS,
+    PLACE_HEADS,
     RELATIONAL,
 )
 from kgapp.graph.llm.prompts.extract import (
@@ -74,7 +76,7 @@ class Reader(PositionReader):
             named = self._named(span)
             if named is not None:
                 self.entities.add(named.name, named.entity_type, 2)
-                self.focus.note(span.root, named)
+                self.focus.note(span.root, named, title=turn.heading)
         if turn.heading:
             return
         for span in doc.ents:
@@ -236,11 +238,22 @@ def _ended(relation: str, obj: Mention, group: bool) -> str | None:
 
 
 def _joined(name: str, obj: Mention, group: bool) -> str:
-    """Joining a class or a club is no employment (JOIN folds onto WORKS_AT); starting
-    at a company is ("I start at Greenleaf on Monday")."""
+    """Relations named by what the verb means here: joining a class or a club is no
+    employment (JOIN folds onto WORKS_AT); starting or teaching at a company is; "a band
+    from Galway", "a city in Norway" say where a thing is."""
     company = obj.named and obj.entity_type in ("Organization", "Entity")
     if name == "JOIN" and (not company or group):
         return "PARTICIPATED_IN" if obj.entity_type == "Event" else "MEMBER_OF"
-    if name in ("START_AT", "BEGIN_AT", "START_WORK_AT", "START_JOB_AT") and company:
+    if name in EMPLOYING and company:
         return "WORKS_AT"
+    head, _, preposition = name.partition("_")
+    kind = head.lower()
+    placed = kind in ORGANIZATION_HEADS | GROUP_HEADS | PLACE_HEADS
+    if placed and preposition in ("FROM", "IN", "BASED_IN") and obj.entity_type == "Location":
+        return "LOCATED_IN"
     return name
+
+
+EMPLOYING = frozenset(
+    {"START_AT", "BEGIN_AT", "START_WORK_AT", "START_JOB_AT", "TEACH_AT", "LECTURE_AT"}
+)

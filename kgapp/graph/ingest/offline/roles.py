@@ -135,9 +135,14 @@ def successor(verb: Token) -> Token | None:
 
 
 def sited(verb: Token) -> list[Token]:
-    """The places "founded ... in", "opened ... in", "based in" put an organisation in."""
+    """The places "founded ... in", "opened ... in", "based in" put an organisation in;
+    with any verb, the place "in" an organisation named "at" it ("studied at the
+    Danube School in Bucharest")."""
     if verb.lemma_.lower() not in SITING:
-        return []
+        named = hosts(verb)
+        under = [c for h in named for c in h.children if c.dep_ == "prep" and c.lower_ == "in"]
+        preps = [*_preps(verb, ("in",)), *under] if named else []
+        return [o for p in preps for o in p.children if _place_like(o)]
     direct = [c for c in verb.children if c.dep_ == "dobj"]  # "founded Acme in Bergen"
     return [
         obj
@@ -148,6 +153,26 @@ def sited(verb: Token) -> list[Token]:
         and (obj.ent_type_ or obj.pos_ == "PROPN")
         and obj.ent_type_ not in ("DATE", "TIME")
     ]
+
+
+def hosts(verb: Token) -> list[Token]:
+    """The named organisations "at" or "for" which a verb is done."""
+    return [
+        o
+        for p in _preps(verb, ("at", "for", "with"))
+        for o in p.children
+        if o.dep_ == "pobj" and o.pos_ == "PROPN"
+    ]
+
+
+def _preps(verb: Token, words: tuple[str, ...]) -> list[Token]:
+    return [c for c in verb.children if c.dep_ == "prep" and c.lower_ in words]
+
+
+def _place_like(token: Token) -> bool:
+    return token.dep_ == "pobj" and (
+        token.ent_type_ in ("GPE", "LOC", "FAC") or token.pos_ == "PROPN"
+    )
 
 
 def role_sentence(holder: Mention, role: str, organization: Mention, ended: bool) -> str:

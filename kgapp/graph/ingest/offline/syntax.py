@@ -231,12 +231,21 @@ def copula(verb: Token) -> Iterator[tuple[str, Token, list[Token]]]:
             if not preps:
                 for token in with_conjuncts(child):
                     yield "is_a", token, []
-        elif child.dep_ == "acomp" and child.lower_ not in EVALUATIVE:
+        elif child.dep_ == "acomp" and child.lower_ not in EVALUATIVE and not _negative(child):
             for found in (o for p in child.children if p.dep_ == "prep" for o in prepositional(p)):
                 yield f"{child.lower_}_{found.suffix}", found.token, [child, *found.pieces]
         elif child.dep_ == "prep" and child.lower_ in ("from", "in", "at"):
             for found in prepositional(child):
                 yield f"is_{found.suffix}", found.token, list(found.pieces)
+
+
+def _negative(adjective: Token) -> bool:
+    """ "unrelated to", "unaware of": the adjective says the relation is not there."""
+    return adjective.lower_.startswith(("un", "non", "in")) and adjective.lemma_.lower() not in (
+        "interested",
+        "involved",
+        "independent",
+    )
 
 
 def possessed(noun: Token) -> bool:
