@@ -47,6 +47,7 @@ class Focus:
         self.turn = -1
         self.reach = TURNS_BACK[conversation]
         self.speakers: set[str] = set()
+        self.groups: frozenset[str] = frozenset()  # casefolded names of bands, clubs
 
     def next_turn(self) -> None:
         self.turn += 1
@@ -75,32 +76,36 @@ class Focus:
         if any(c.dep_ in ("amod", "compound", "prep", "poss") for c in root.children):
             return None  # "the shipping company", "the company of ...": another one
         lemma = root.lemma_.lower()
+        if lemma in GROUP_HEADS and self.groups:  # "the band": the group named most
+            return self._organization_near(root, self.groups) or self.top_organization(self.groups)
         if lemma in COMPANY_WORDS or lemma in GROUP_HEADS:
             return self._organization_near(root) or self.top_organization()
         if lemma in PLACE_WORDS:
             return self._latest(root, frozenset({"Location"}))
         return None
 
-    def _organization_near(self, token: Token) -> Mention | None:
+    def _organization_near(
+        self, token: Token, among: frozenset[str] | None = None
+    ) -> Mention | None:
         """The organisation named most among those of this turn and the one before,
         before `token` ("she joined Holm & Friis ... In 2001 she left the firm")."""
         near: Counter[str] = Counter()
         for noted in self._candidates(token, frozenset({"Organization"}), ""):
-            if noted.turn >= self.turn - 1:
-                near[noted.mention.name] += self.counts[noted.mention.name]
+            name = noted.mention.name
+            if noted.turn >= self.turn - 1 and (among is None or name.casefold() in among):
+                near[name] += self.counts[name]
         if not near:
             return None
         best = near.most_common(1)[0][0]
         return next(n.mention for n in reversed(self.notes) if n.mention.name == best)
 
-    def top_organization(self) -> Mention | None:
+    def top_organization(self, among: frozenset[str] | None = None) -> Mention | None:
         """The organisation the text names most (the latest of those named as often)."""
-        if not self.counts:
+        counts = {n: c for n, c in self.counts.items() if among is None or n.casefold() in among}
+        if not counts:
             return None
-        most = max(self.counts.values())
-        return next(
-            n.mention for n in reversed(self.notes) if self.counts.get(n.mention.name) == most
-        )
+        most = max(counts.values())
+        return next(n.mention for n in reversed(self.notes) if counts.get(n.mention.name) == most)
 
     def _latest(self, token: Token, types: frozenset[str], other_than: str = "") -> Mention | None:
         """The latest mention of `types` before `token`; for a subject pronoun, the

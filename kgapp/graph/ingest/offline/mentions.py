@@ -59,6 +59,7 @@ class MentionReader:
         self.groups = group_names(docs)
         self.focus = Focus(conversation=bool(speakers))
         self.focus.speakers = set(speakers)
+        self.focus.groups = self.groups
 
     def _named(self, span: Span) -> Mention | None:
         """The named entity `span` as a mention, determiners and possessives trimmed."""

@@ -67,6 +67,10 @@ class FactRecorder(MentionReader):
         subject_type, object_type = ROLES.get(folded, (None, None))
         if _contradicts(subject, subject_type) or _contradicts(obj, object_type):
             return  # "the festival lives in", "works at Copenhagen": a misread clause
+        if folded == "LIVES_IN" and not obj.named:
+            return  # "moved to the Utrecht office", "a bigger flat": no place of the graph
+        if folded == "IS_A" and obj.named:
+            return  # a kind is no name: "Tagus Digital is Fergus's" is a misread clause
         self._add_endpoint(subject, subject_type, sentence)
         self._add_endpoint(obj, object_type, sentence)
         self.opened[(key[0], folded, key[2])] = len(self.facts)

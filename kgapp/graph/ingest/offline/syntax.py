@@ -207,9 +207,20 @@ def objects(verb: Token) -> Iterator[Object]:
             yield from prepositional(child)
 
 
+# Prepositions of circumstance: their objects say when, how or despite what, and take
+# no part in the relation the verb states.
+CIRCUMSTANTIAL = frozenset(
+    {"under", "after", "before", "during", "despite", "since", "like", "than", "without",
+     "except", "besides", "per", "via", "until", "till", "regarding", "including", "unlike",
+     "amid", "throughout", "beyond", "upon"}
+)  # fmt: skip
+
+
 def prepositional(prep: Token, outer: tuple[Token, ...] = ()) -> Iterator[Object]:
     """Objects of `prep`, including stacked prepositions ("out of")."""
     words = (*outer, prep)
+    if prep.lower_ in CIRCUMSTANTIAL and not outer:
+        return  # "Under her, Acme grew": when or how, not with whom
     for child in prep.children:
         if child.dep_ == "pobj" and (prep.lower_, child.lower_) != ("of", "course"):
             suffix = "_".join(t.lower_ for t in words)
