@@ -24,10 +24,10 @@ from kgapp.graph.ingest.offline.vocabulary import (
 if TYPE_CHECKING:
     from spacy.tokens import Token
 
-# A word used less than about once per 100,000 words (Zipf 4.0) is rare enough to name a
+# A word used less than about once per 30,000 words (Zipf 4.5) is rare enough to name a
 # topic on its own; a phrase of words all at least as common as "time" or "way" (Zipf
 # 5.5) names nothing in particular ("the other one").
-SPECIFIC_ZIPF = 4.0
+SPECIFIC_ZIPF = 4.5
 COMMON_ZIPF = 5.5
 # The derivational endings of English abstract nouns: qualities and states.
 ABSTRACT_SUFFIXES = ("ness", "ity", "ment", "hood", "ship", "dom", "ance", "ence", "tude")

@@ -33,7 +33,7 @@ from kgapp.graph.ingest.offline.syntax import (
     with_conjuncts,
 )
 from kgapp.graph.ingest.offline.vocabulary import (
-    ACTIVITY_VERBS,
+    EMPTY_VERBS,
     RELATION_VERBS,
     RELATIONAL,
     ROLE_NOUNS,
@@ -61,17 +61,17 @@ class PositionReader(FactRecorder):
         """Prose: a fact joins two named things by a verb of a lasting relation
         (RELATION_VERBS); narration ("thanked", "rang") and descriptions are no facts.
         Conversation: a thing not named is a specific topic ("pottery class", not
-        "mix"), reached by a verb of relation or of what people do (ACTIVITY_VERBS)."""
+        "mix"), reached by a verb that says more than having or feeling (EMPTY_VERBS)."""
         lemma = lemma_of(verb)
         if not self.speakers:
             return subject.named and obj.named and lemma in RELATION_VERBS | {"be"}
-        if obj.speaker_pronoun:
+        if obj.speaker_pronoun or obj.named:
             return True
-        if not obj.named and not specific(obj.name):
-            return False
+        if not specific(obj.name) or lemma in EMPTY_VERBS:
+            return False  # "felt a mix", "had yoga", "got the photo"
         if lemma == "be":  # "Tilly is at the boathouse": where someone is now
-            return obj.named or not any(c.lower_ in ("at", "in") for c in verb.children)
-        return lemma in RELATION_VERBS | ACTIVITY_VERBS
+            return not any(c.lower_ in ("at", "in") for c in verb.children)
+        return True
 
     def _when(self, verb: Token) -> datetime | None:
         named = self.dating.clause(clause_text(verb), future=future(verb))

@@ -112,11 +112,12 @@ class FactRecorder(MentionReader):
 
 
 def _contradicts(mention: Mention, role_type: str | None) -> bool:
-    """A named thing of a known type that cannot take this part: a person where the
-    relation wants a place or a company, or the other way round."""
-    if role_type is None or not mention.named or mention.entity_type in ("Entity", "Concept"):
+    """A named thing that cannot take this part: an event, place or company where the
+    relation wants a person ("the festival lives in"). The other way round the name
+    takes the relation's type: NER calls many a company a person ("joined Door Dash")."""
+    if role_type != "Person" or not mention.named:
         return False
-    return (role_type == "Person") != (mention.entity_type == "Person")
+    return mention.entity_type not in ("Person", "Entity", "Concept")
 
 
 def _end(

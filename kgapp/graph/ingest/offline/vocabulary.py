@@ -228,12 +228,11 @@ RELATION_VERBS = _wordset(
     speak present host organise organize visit tour belong contain include name base
     headquarter locate sit represent report"""
 )
-# What people do and like, said of themselves in conversation: "I paint landscapes",
-# "we went to the aquarium".
-ACTIVITY_VERBS = _wordset(
-    """paint sing dance cook bake run swim hike climb read watch listen practise practice
-    volunteer love like enjoy prefer go visit travel try take make collect grow knit sew
-    ride surf ski skate garden fish camp bike cycle write play learn study adopt get"""
+# Verbs that say little of a thing not named: "had yoga", "felt a mix", "got the photo",
+# "need a break". With a named thing they still state a fact ("got a job at Acme").
+EMPTY_VERBS = _wordset(
+    """have get feel find see need keep put give show send bring wish hope mean say tell
+    ask know think seem sound hear notice remember"""
 )
 # Nouns for a job: "quit her job at X", "took a position with X".
 POSTS = _wordset("job jobs position post role seat notice")
