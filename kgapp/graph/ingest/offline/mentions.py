@@ -129,6 +129,9 @@ class MentionReader:
             # A name NER did not type: its other mentions, or the relation, may.
             entity_type = self.types.get(name.casefold(), "Entity")
             return Mention(name, entity_type, name, named=True)
+        owner = self._owner(root) if len(tokens) == 1 and root.pos_ == "NOUN" else None
+        if owner is not None:  # "my store" is one store: Gina's
+            name = f"{owner}'s {name}"
         return Mention(name, head_type(root), phrase_text(root, self.turn))
 
     def _relative(self, root: Token) -> Mention | None:

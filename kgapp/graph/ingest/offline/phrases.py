@@ -106,6 +106,13 @@ def specific(name: str) -> bool:
     return zipf_frequency(word, "en") < SPECIFIC_ZIPF and not word.endswith(ABSTRACT_SUFFIXES)
 
 
+def topic(name: str) -> bool:
+    """A word that can name what someone loves or practises ("dance", "fashion",
+    "guitar"): not one of the general words (GENERIC), nor an abstract noun."""
+    word = name.lower()
+    return " " not in word and word not in GENERIC and not word.endswith(ABSTRACT_SUFFIXES)
+
+
 def head_type(root: Token) -> str:
     lemma, lower = root.lemma_.lower(), root.lower_
     for heads, entity_type in (

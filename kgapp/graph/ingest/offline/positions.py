@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from kgapp.graph.ingest.offline.entities import Mention
-from kgapp.graph.ingest.offline.phrases import specific
+from kgapp.graph.ingest.offline.phrases import specific, topic
 from kgapp.graph.ingest.offline.record import FactRecorder
 from kgapp.graph.ingest.offline.roles import (
     EMPLOYMENT,
@@ -29,6 +29,7 @@ from kgapp.graph.ingest.offline.syntax import (
     future,
     lemma_of,
     no_longer,
+    topical,
     verb_relation,
     with_conjuncts,
 )
@@ -67,8 +68,10 @@ class PositionReader(FactRecorder):
             return subject.named and obj.named and lemma in RELATION_VERBS | {"be"}
         if obj.speaker_pronoun or obj.named:
             return True
-        if not specific(obj.name) or lemma in EMPTY_VERBS:
+        if lemma in EMPTY_VERBS:
             return False  # "felt a mix", "had yoga", "got the photo"
+        if not specific(obj.name) and not (topical(verb) and topic(obj.name)):
+            return False  # "loves dance" names a topic; "saw the sight" does not
         if lemma == "be":  # "Tilly is at the boathouse": where someone is now
             return not any(c.lower_ in ("at", "in") for c in verb.children)
         return True

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from kgapp.graph.ingest.offline.vocabulary import (
     ASPECT,
     EVALUATIVE,
+    FOND,
     HEDGES,
     INTENT,
     MODALS_OF_DOUBT,
@@ -17,6 +18,7 @@ from kgapp.graph.ingest.offline.vocabulary import (
     POSTS,
     REPORTING,
     RUMOUR,
+    TOPICAL_VERBS,
 )
 
 if TYPE_CHECKING:
@@ -293,3 +295,13 @@ class Object:
     suffix: str  # preposition(s) after the verb: "to", "for"; "" for a direct object
     token: Token
     pieces: tuple[Token, ...]  # extra words of the fact sentence: the preposition
+
+
+def topical(verb: Token) -> bool:
+    """A verb of liking or practising, whose object is a topic of someone's life: "loves
+    dance", "plays guitar", "is passionate about fashion"."""
+    if lemma_of(verb) in TOPICAL_VERBS:
+        return True
+    return verb.lemma_ == "be" and any(
+        c.dep_ == "acomp" and c.lemma_.lower() in FOND for c in verb.children
+    )

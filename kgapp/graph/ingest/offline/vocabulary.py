@@ -236,3 +236,10 @@ EMPTY_VERBS = _wordset(
 )
 # Nouns for a job: "quit her job at X", "took a position with X".
 POSTS = _wordset("job jobs position post role seat notice")
+# Verbs of liking or practising, and adjectives of fondness: their object is a topic
+# of someone's life ("loves dance", "plays guitar", "passionate about fashion").
+TOPICAL_VERBS = _wordset(
+    """love like enjoy adore prefer play practise practice learn teach study do take
+    pursue"""
+)
+FOND = _wordset("passionate keen crazy mad obsessed interested fond into")
