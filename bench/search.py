@@ -79,7 +79,7 @@ QUESTIONS = ["Where does Ada Okafor work?", "Who lives in Lisbon?", "Initech Lab
 
 
 def entity(name: str, kind: str) -> dict:
-    return {"id": RecordID("entity", entity_key(kind, canonical_name(name))), "name": name,
+    return {"id": RecordID("entity", entity_key(canonical_name(name))), "name": name,
             "canonical_name": canonical_name(name), "entity_type": kind, "summary": ""}
 
 

@@ -1,4 +1,12 @@
-"""The tenant's entity and relation types.
+"""The tenant's entity and relation types, and the type of each entity.
+
+A name has one type per tenant, decided by its mentions: each mention gives the most
+specific type its episode gave the entity (`mention_type`), and the entity takes the
+type most of its mentions give. A broad type (Concept, then the generic Entity) only
+where no mention gives a more specific one; a tie goes to the type said first (the
+earliest episode time), then to the type's name, so that the order in which documents
+came does not decide it. Ingestion applies it as each mention is written (ENTITY_SEEN),
+removal, merges and undos after they move mentions (`entity_types_recount`).
 
 A relation type may be single-valued: a subject holds it towards one object at a time
 (WORKS_AT, LIVES_IN), so a new fact supersedes the old one by rule, with no LLM call.
@@ -7,15 +15,22 @@ Aliases map variant relation names (EMPLOYED_BY) onto the declared one (WORKS_AT
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from kgapp.graph import queries
+from surrealdb.data.types.record_id import RecordID
+
+from kgapp.graph import names, queries
+from kgapp.graph.records import record_key
 from kgapp.graph.store import TenantStore
 from kgapp.graph.text import relation_name
 
 GENERIC_ENTITY_TYPE = "Entity"
 GENERIC_RELATION = "RELATED_TO"
+# Types that give way to any more specific one, the broadest last (the ranks of
+# queries.ENTITY_TYPE_WON say the same).
+BROAD_ENTITY_TYPES = ("Concept", GENERIC_ENTITY_TYPE)
 
 
 @dataclass(frozen=True)
@@ -204,3 +219,37 @@ async def ontology_save(store: TenantStore, ontology: Ontology) -> None:
 def types_compatible(a: str, b: str) -> bool:
     """Whether entities of types `a` and `b` may be one thing (the generic type fits any)."""
     return a == b or GENERIC_ENTITY_TYPE in (a, b)
+
+
+def mention_type(types: Sequence[str]) -> str:
+    """The type one mention gives its entity, of the types its episode gave it (its own
+    names' first): the first of the most specific ones."""
+    return min(types, key=_breadth, default=GENERIC_ENTITY_TYPE)
+
+
+def _breadth(entity_type: str) -> int:
+    return BROAD_ENTITY_TYPES.index(entity_type) + 1 if entity_type in BROAD_ENTITY_TYPES else 0
+
+
+async def entity_types_recount(store: TenantStore, ids: Iterable[RecordID]) -> set[str]:
+    """Each entity of `ids` takes the type its mentions give (module docstring), and then
+    the match key of its name as that type; returns the keys of those whose type changed.
+    Run after the transaction that moved the mentions: an index scan inside it does not
+    see them yet (as ENTITY_DEGREE_RECOUNT)."""
+    wanted = {record_key(i): i for i in ids}
+    if not wanted:
+        return set()
+    results = await store.query(queries.ENTITY_TYPE_RECOUNT, {"ids": list(wanted.values())})
+    before, after = results[0], results[-1]  # rows before the recount, and after it
+    was = {record_key(r["id"]): r["entity_type"] for r in before or []}
+    batch = queries.Batch()
+    changed = set()
+    for row in after or []:
+        if was.get(record_key(row["id"])) == row["entity_type"]:
+            continue
+        changed.add(record_key(row["id"]))
+        key = names.match_key(row["name"], row["entity_type"]) or None
+        batch.add(queries.ENTITY_MATCH_KEY_SET, id=row["id"], key=key)
+    if len(batch):
+        await store.query(batch.sql, batch.params)
+    return changed

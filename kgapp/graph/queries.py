@@ -290,20 +290,67 @@ EPISODE_FOLLOWS = "RELATE $episode->occurred_after->$previous RETURN NONE;"
 # the transaction fails with "already exists" and the episode is resolved again.
 ENTITY_CREATE = "CREATE $id CONTENT $row RETURN NONE;"
 
-# A generic type takes $type, the first specific one the episode gave (ENTITY_TYPE_REFINE).
-ENTITY_SEEN = """
+# One type per entity: the one most of its mentions give (kgapp/graph/ontology.py), from
+# $type_votes ({type, seen} per mention). Ranks as ontology.BROAD_ENTITY_TYPES: a broad
+# type only where no mention gives another; a tie goes to the type said first, then to
+# the name. A mention written before 0016 says no type: it counts for the type there is.
+ENTITY_TYPE_WON = """(SELECT type, IF type = 'Entity' THEN 2 ELSE IF type = 'Concept' THEN 1 ELSE 0 END AS rank, n, first
+    FROM (SELECT type, count() AS n, time::min(seen) AS first FROM $type_votes GROUP BY type)
+    ORDER BY rank, n DESC, first, type LIMIT 1)[0].type"""
+_MENTION_VOTES = """(SELECT VALUE {type: entity_type ?? $type_now, seen: seen_at} FROM mentions
+    WITH INDEX mentions_out WHERE out = $id)"""
+
+# An existing entity mentioned again, by an episode whose mention (written after this)
+# gives $vote: the type its mentions give now, and if $vote wins, $key, the match key of
+# its name as $vote (NONE: the episode did not say its name, the key stays until a
+# recount). A vote for the type it has, or for a broader one, cannot change it and
+# reads nothing. Inside the episode's transaction, so that two episodes deciding one
+# entity's type conflict.
+ENTITY_SEEN = (
+    """
+LET $type_now = (SELECT VALUE entity_type FROM ONLY $id);
+IF $vote != $type_now AND ($vote NOTINSIDE ['Concept', 'Entity'] OR $type_now = 'Entity') {
+    LET $type_votes = array::append("""
+    + _MENTION_VOTES
+    + """, {type: $vote, seen: $seen});
+    LET $type_won = """
+    + ENTITY_TYPE_WON
+    + """;
+    UPDATE $id SET entity_type = $type_won,
+        match_key = IF $type_won = $vote AND $key != NONE THEN $key ELSE match_key END
+        RETURN NONE;
+};
 UPDATE $id SET last_seen_at = time::max([last_seen_at, $seen]),
     first_seen_at = time::min([first_seen_at, $seen]),
-    entity_type = IF entity_type = 'Entity' AND $type != NONE THEN $type ELSE entity_type END,
     name_embedding = name_embedding ?? $embedding RETURN NONE;
 """
+)
 
 ENTITY_SUMMARY_SET = "UPDATE $id SET summary = $summary RETURN NONE;"
 
-# An entity known only by the generic type takes a more specific one (a curator's merge
-# gives the merged entity's), so that the order of uploads, API facts and merges does
-# not decide its type.
-ENTITY_TYPE_REFINE = "UPDATE $id SET entity_type = $type WHERE entity_type = 'Entity' RETURN NONE;"
+# The entities' types as their mentions give them now (ontology.entity_types_recount,
+# which sets the match keys that follow a change): their types before, their rows after.
+ENTITY_TYPE_RECOUNT = (
+    """
+SELECT id, entity_type FROM $ids WHERE id != NONE;
+FOR $id IN $ids {
+    IF record::exists($id) {
+        LET $type_now = (SELECT VALUE entity_type FROM ONLY $id);
+        LET $type_votes = """
+    + _MENTION_VOTES
+    + """;
+        LET $type_won = """
+    + ENTITY_TYPE_WON
+    + """;
+        IF $type_won != NONE AND $type_won != $type_now {
+            UPDATE $id SET entity_type = $type_won RETURN NONE;
+        };
+    };
+};
+SELECT id, name, entity_type FROM $ids WHERE id != NONE;
+"""
+)
+ENTITY_MATCH_KEY_SET = "UPDATE $id SET match_key = $key RETURN NONE;"
 
 # Resolution may have matched an entity that a curator merged before this transaction:
 # fail as a conflict, and the episode is resolved again (following `merged_into`).
@@ -598,8 +645,7 @@ DOCUMENT_REMOVE = "DELETE job WHERE document = $document; DELETE $document;"
 # the records merged into them; and which of those records an automatic merge made.
 ENTITIES_SUPPORT = """
 SELECT id, name, entity_type, summary, first_seen_at, last_seen_at,
-    (SELECT id, name, entity_type, names, entity_types, summary, seen_at, created_at
-        FROM mentions WITH INDEX mentions_out
+    (SELECT id, name, names, summary, seen_at, created_at FROM mentions WITH INDEX mentions_out
         WHERE out = $parent.id) AS mentions,
     (SELECT id, name FROM alias WITH INDEX alias_entity WHERE entity = $parent.id) AS aliases,
     (SELECT id, canonical_name FROM entity WITH INDEX entity_merged_into

@@ -1,10 +1,11 @@
 """Names as resolution compares them.
 
-Canonical names are what UNIQUE(canonical_name, entity_type) holds, so two spellings
-that a person would call the same (case, spacing, Unicode compatibility forms,
-invisible characters) must normalise to the same string. Every other character is
-kept: symbols can be what tells two names apart (C++, C#, C; AT&T, AT T). Spellings
-that differ in more than that are for kgapp/graph/names.py to judge.
+Canonical names are what resolution matches first (one entity per canonical name in a
+tenant, whatever types extraction gives it), so two spellings that a person would call
+the same (case, spacing, Unicode compatibility forms, invisible characters) must
+normalise to the same string. Every other character is kept: symbols can be what tells
+two names apart (C++, C#, C; AT&T, AT T). Spellings that differ in more than that are
+for kgapp/graph/names.py to judge.
 """
 
 from __future__ import annotations
@@ -62,10 +63,17 @@ def relation_name(relation: str) -> str:
     return snake if snake[0].isalpha() else f"R_{snake}"
 
 
-def entity_key(entity_type: str, canonical: str) -> str:
-    """A record key derived from (type, canonical name): concurrent writers of the same
-    entity address the same record, so neither can create a second one."""
-    digest = hashlib.sha256(f"{entity_type}\x1f{canonical}".encode()).hexdigest()
+def entity_key(canonical: str) -> str:
+    """A record key derived from the canonical name: concurrent writers of the same
+    entity address the same record, so neither can create a second one, whatever type
+    each gives it (a name has one type per tenant, decided by its mentions). Entities
+    written before keys ignored the type keep their keys: they are found by name."""
+    return "e" + hashlib.sha256(canonical.encode()).hexdigest()[:24]
+
+
+def alias_key(entity_type: str, name: str) -> str:
+    """A record key derived from (type, canonical name) for an alias."""
+    digest = hashlib.sha256(f"{entity_type}\x1f{name}".encode()).hexdigest()
     return "e" + digest[:24]
 
 

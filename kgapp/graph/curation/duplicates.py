@@ -15,6 +15,7 @@ from kgapp.graph.index.vectors import neighbours
 from kgapp.graph.ontology import types_compatible
 from kgapp.graph.records import record_key
 from kgapp.graph.store import TenantStore
+from kgapp.graph.text import canonical_name
 
 
 async def decide_candidate(
@@ -39,8 +40,9 @@ async def decide_candidate(
 
 
 # Pairs proposed for review: cosine of the name vectors in [EMBEDDING_BAND, 1), or names
-# that resemble each other (kgapp/graph/names.py) among each entity's nearest;
-# never a pair whose names differ in what distinguishes two things (a number, a qualifier).
+# that resemble each other (kgapp/graph/names.py) among each entity's nearest, of types
+# that fit or of one name; never a pair whose names differ in what distinguishes two
+# things (a number, a qualifier, a symbol).
 EMBEDDING_BAND = 0.70
 NEIGHBOURS = 10
 
@@ -73,7 +75,7 @@ async def generate_candidates(
     for i, (nearest, scores) in enumerate(zip(found_rows, cosines, strict=True)):
         for j, cosine in zip(nearest.tolist(), scores.tolist(), strict=True):
             a, b = rows[i], rows[j]
-            if j <= i or not types_compatible(a["entity_type"], b["entity_type"]):
+            if j <= i or not _may_be_one(a, b):
                 continue
             pair = frozenset((record_key(a["id"]), record_key(b["id"])))
             if pair in known or pair in found:
@@ -92,6 +94,13 @@ async def generate_candidates(
     if best:
         await store.transaction(batch.sql, batch.params)
     return len(best)
+
+
+def _may_be_one(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """Types that fit, or one name: a name has one type per tenant, so two entities of one
+    name (written before that held) are one unless a person says otherwise."""
+    same_name = canonical_name(a["name"]) == canonical_name(b["name"])
+    return same_name or types_compatible(a["entity_type"], b["entity_type"])
 
 
 async def candidate_get(store: TenantStore, candidate: RecordID) -> dict[str, Any]:

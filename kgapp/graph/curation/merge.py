@@ -8,7 +8,7 @@ A merge moves everything of the merged entity to the survivor:
 - supersession links to a moved fact follow it to its new id;
 - its mentions and community memberships become the survivor's (once each);
 - its aliases point at the survivor, and its own name becomes one more alias;
-- a survivor known only by the generic type takes the merged entity's type;
+- the survivor takes the type most of its mentions now give (kgapp/graph/ontology.py);
 - the entity itself stays, marked `merged_into` the survivor.
 Undoing it is kgapp/graph/curation/undo.py.
 """
@@ -32,7 +32,7 @@ from kgapp.graph.curation.common import (
     relink,
 )
 from kgapp.graph.errors import UniqueViolation
-from kgapp.graph.ontology import GENERIC_ENTITY_TYPE
+from kgapp.graph.ontology import entity_types_recount
 from kgapp.graph.records import found, record_key
 from kgapp.graph.store import TenantStore
 
@@ -61,6 +61,7 @@ async def merge_entities(
                 continue
             raise
         await recount(store, plan.endpoints)
+        await entity_types_recount(store, [survivor])
         return audit_of(results)
     raise AssertionError("unreachable")
 
@@ -275,8 +276,6 @@ def _retire_merged(plan: _Plan, read: _Read, *, actor: str) -> RecordID:
         },
     )
     plan.batch.add(queries.ENTITY_MERGED_MARK, id=plan.merged, survivor=plan.survivor)
-    if read.gone["entity_type"] != GENERIC_ENTITY_TYPE:  # as a mention of that type would
-        plan.batch.add(queries.ENTITY_TYPE_REFINE, id=plan.survivor, type=read.gone["entity_type"])
     for candidate in read.candidates:
         plan.batch.add(queries.CANDIDATE_DECIDE, id=candidate["id"], status="merged", actor=actor)
     return RecordID("alias", alias_key)

@@ -19,6 +19,7 @@ from kgapp.graph.curation.common import (
     relink,
 )
 from kgapp.graph.curation.pages import audit_get
+from kgapp.graph.ontology import entity_types_recount
 from kgapp.graph.records import record_key
 from kgapp.graph.store import TenantStore
 
@@ -80,6 +81,8 @@ async def undo(store: TenantStore, entry: RecordID, *, actor: str) -> dict[str, 
     for fact in before["facts"]:
         ends.update({record_key(fact["in"]), record_key(fact["out"])})
     await recount(store, ends)
+    # The entities are as they were; mentions written since may count otherwise.
+    await entity_types_recount(store, [e["id"] for e in before["entities"]])
     return undo_entry
 
 
@@ -139,4 +142,5 @@ async def _undo_auto_merge(
     undo_entry = audit_of(await store.transaction(plan.sql, plan.params))
     await store.query(queries.AUDIT_UNDONE, {"id": audit["id"], "by": undo_entry["id"]})
     await recount(store, {record_key(survivor), record_key(merged)})
+    await entity_types_recount(store, [survivor, merged])
     return undo_entry

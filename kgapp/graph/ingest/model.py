@@ -84,8 +84,8 @@ class EntityDraft:
     # Set when this name was merged into an existing entity automatically: recorded
     # (and undoable) as an `auto_merge` audit entry.
     merge: AutoMerge | None = None
-    # False when it resolved through an alias or a merged entity's name: then it refines
-    # the entity's generic type only after the entity's own names (persist.py).
+    # False when it resolved through an alias or a merged entity's name: then its type
+    # counts only after those of the entity's own names (persist.py).
     own_name: bool = True
 
 

@@ -17,8 +17,8 @@ from kgapp.graph.ingest.prepare import saga_record
 from kgapp.graph.ingest.resolve_entities import new_record
 from kgapp.graph.ingest.resolve_facts import fact_record
 from kgapp.graph.names import match_key
-from kgapp.graph.ontology import GENERIC_ENTITY_TYPE
-from kgapp.graph.text import entity_key
+from kgapp.graph.ontology import mention_type
+from kgapp.graph.text import alias_key
 
 SUMMARY_LIMIT = 1000
 # The audit actor of merges that resolution made without a person.
@@ -136,17 +136,19 @@ def _entities(
         if key in touched:
             continue
         touched[key] = draft.record
+        vote = mention_type(typed[key])
         if draft.is_new:
-            row = _entity_row(draft, draft.summary, seen_at)
+            row = _entity_row(draft, draft.summary, seen_at, vote)
             batch.add(queries.ENTITY_CREATE, id=draft.record, row=row)
         else:
-            _seen_again(batch, draft, summaries.get(key, ""), seen_at, _specific(typed[key]))
+            named = _own_name(work, draft.record)
+            _seen_again(batch, draft, summaries.get(key, ""), seen_at, vote, named)
         batch.add(
             queries.MENTION,
             episode=work.record,
             entity=draft.record,
             name=draft.name,
-            type=draft.entity_type,
+            type=vote,
             names=spelled[key],
             types=typed[key],
             summary=draft.summary,
@@ -156,13 +158,24 @@ def _entities(
 
 
 def _seen_again(
-    batch: queries.Batch, draft: EntityDraft, old: str, seen_at: Any, refined: str | None
+    batch: queries.Batch,
+    draft: EntityDraft,
+    old: str,
+    seen_at: Any,
+    vote: str,
+    named: str | None,
 ) -> None:
-    """An existing entity mentioned again: still not merged, seen then, its generic type
-    refined, its summary extended."""
+    """An existing entity mentioned again: still not merged, seen then, of the type its
+    mentions give with this one's `vote` (and the match key of its name `named` as that
+    type, where the episode said its name), its summary extended."""
     batch.add(queries.ENTITY_NOT_MERGED, id=draft.record)
     batch.add(
-        queries.ENTITY_SEEN, id=draft.record, seen=seen_at, embedding=draft.embedding, type=refined
+        queries.ENTITY_SEEN,
+        id=draft.record,
+        seen=seen_at,
+        embedding=draft.embedding,
+        vote=vote,
+        key=(match_key(named, vote) or None) if named else None,
     )
     summary = merge_summary(old, draft.summary)
     if summary != old:  # every change re-indexes the summary's full-text index
@@ -171,7 +184,7 @@ def _seen_again(
 
 def _said(work: EpisodeWork) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
     """Every name and type this episode gave each entity, by record (its one mention
-    keeps them all); types of the entity's own names first, then a merged one's."""
+    keeps them all, and gives the most specific type, its own names' first)."""
     spelled: dict[str, dict[str, None]] = {}
     typed: dict[str, dict[str, None]] = {}
     for draft in work.entities:
@@ -184,14 +197,18 @@ def _said(work: EpisodeWork) -> tuple[dict[str, list[str]], dict[str, list[str]]
     )
 
 
-def _specific(types: list[str]) -> str | None:
-    """The type that refines a generic one: the first specific type given, if any."""
-    return next((t for t in types if t != GENERIC_ENTITY_TYPE), None)
+def _own_name(work: EpisodeWork, record: RecordID | None) -> str | None:
+    """The entity's own name as this episode spelled it (its canonical name, not an
+    alias or a merged name's), if it did."""
+    return next(
+        (d.name for d in work.entities if d.record == record and d.own_name and not d.merge),
+        None,
+    )
 
 
 def alias_record(draft: EntityDraft) -> RecordID:
     assert draft.alias is not None
-    return RecordID("alias", entity_key(draft.entity_type, draft.alias))
+    return RecordID("alias", alias_key(draft.entity_type, draft.alias))
 
 
 def _auto_merges(batch: queries.Batch, work: EpisodeWork) -> None:
@@ -232,13 +249,16 @@ def _auto_merges(batch: queries.Batch, work: EpisodeWork) -> None:
         )
 
 
-def _entity_row(draft: EntityDraft, summary: str, seen_at: Any) -> dict[str, Any]:
+def _entity_row(
+    draft: EntityDraft, summary: str, seen_at: Any, entity_type: str | None = None
+) -> dict[str, Any]:
+    entity_type = entity_type or draft.entity_type
     return {
         "name": draft.name,
         "canonical_name": draft.canonical,
-        "entity_type": draft.entity_type,
+        "entity_type": entity_type,
         "summary": summary,
-        "match_key": match_key(draft.name, draft.entity_type) or None,
+        "match_key": match_key(draft.name, entity_type) or None,
         "name_embedding": draft.embedding,
         "first_seen_at": seen_at,
         "last_seen_at": seen_at,

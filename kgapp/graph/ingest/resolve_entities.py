@@ -1,8 +1,10 @@
 """Stage: map each extracted entity onto an existing entity or a new record.
 
 Embeddings propose, names decide (kgapp/graph/names.py):
-1. the same canonical name, or a name in the alias table (types compatible): the same
-   entity, as decided before;
+1. the same canonical name, or a name in the alias table, whatever type extraction gave
+   it: the same entity, as decided before (a name has one type per tenant, the one most
+   of its mentions give: kgapp/graph/ontology.py). Different things of one name and
+   different types are rare in one tenant; a person can split them;
 2. the same match key (legal form, honorific, punctuation, diacritics aside) as exactly
    one entity: merged automatically, rule `same_name`;
 3. the nearest names by embedding and the names spelled most alike, each judged by its
@@ -11,8 +13,8 @@ Embeddings propose, names decide (kgapp/graph/names.py):
    a pair in the embedding band [ASK_FROM, 1) or with similar names goes to the batched
    LLM call, or without a model to the review queue. Nothing else merges.
 Every automatic merge is recorded as an `auto_merge` audit entry and can be undone.
-A new entity's record key derives from (type, canonical name), so two workers that
-create the same entity at once write the same record and the loser retries.
+A new entity's record key derives from its canonical name, so two workers that create
+the same entity at once write the same record and the loser retries.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ MOST_CANDIDATES = 3
 
 
 def new_record(draft: EntityDraft) -> RecordID:
-    return RecordID("entity", entity_key(draft.entity_type, draft.canonical))
+    return RecordID("entity", entity_key(draft.canonical))
 
 
 async def resolve_entities(ctx: IngestContext, work: EpisodeWork) -> None:
@@ -102,23 +104,25 @@ def _group(rows: list[dict[str, Any]], key: str) -> dict[str, list[dict[str, Any
 
 
 def _exact(draft: EntityDraft, rows: list[dict[str, Any]]) -> RecordID | None:
-    # Prefer the same type, then a generic one on either side; between two of a name
-    # (a person and a company), the same one whatever order the store reads them in.
-    rows = sorted(rows, key=lambda r: str(r["id"]))
-    for wanted in (
-        lambda r: r["entity_type"] == draft.entity_type,
-        lambda r: types_compatible(r["entity_type"], draft.entity_type),
-    ):
-        for row in rows:
-            if wanted(row):
-                return row.get("merged_into") or row["id"]
-    return None
+    """The entity of the draft's canonical name, of any type. Where a name has several
+    (written before one type per name, or split by a person): the same type, then a
+    generic one on either side, then any, the same whatever order the store reads them."""
+    return _first_fitting(draft, sorted(rows, key=lambda r: str(r["id"])), "id")
 
 
 def _alias(draft: EntityDraft, aliases: dict[str, list[dict[str, Any]]]) -> RecordID | None:
-    for row in aliases.get(draft.canonical, []):
-        if types_compatible(row["entity_type"], draft.entity_type):
-            return row.get("merged_into") or row["entity"]
+    return _first_fitting(draft, aliases.get(draft.canonical, []), "entity")
+
+
+def _first_fitting(draft: EntityDraft, rows: list[dict[str, Any]], field: str) -> RecordID | None:
+    for wanted in (
+        lambda r: r["entity_type"] == draft.entity_type,
+        lambda r: types_compatible(r["entity_type"], draft.entity_type),
+        lambda r: True,
+    ):
+        for row in rows:
+            if wanted(row):
+                return row.get("merged_into") or row[field]
     return None
 
 

@@ -7,7 +7,7 @@ from surrealdb.data.types.record_id import RecordID
 
 from kgapp.graph import queries
 from kgapp.graph.ingest.resolve_entities import new_record, resolve_entities
-from kgapp.graph.text import entity_key
+from kgapp.graph.text import alias_key
 from tests.graph.ingest.stages import JAN, MAR, context, entity, episode, write
 
 
@@ -28,19 +28,39 @@ async def resolved(store, *drafts):
 async def test_the_same_name_resolves_to_the_existing_entity(migrated_store) -> None:
     store = await migrated_store()
     alice = await known(store, "Alice Moreau")
-    again, elsewhere = entity("  ALICE   moreau "), entity("Alice Moreau", "Location")
-    counts = await resolved(store, again, elsewhere)
+    again = entity("  ALICE   moreau ")
+    counts = await resolved(store, again)
     assert (again.record, again.is_new, again.merge, again.candidates) == (alice, False, None, [])
-    # The same name of a type that does not fit is another entity.
-    assert elsewhere.is_new and elsewhere.record == new_record(elsewhere) != alice
     assert counts["entities_matched"] == 1
+
+
+async def test_the_same_name_of_another_type_is_the_same_entity(migrated_store) -> None:
+    """One type per name per tenant: what type it is, its mentions decide (persist)."""
+    store = await migrated_store()
+    manchester = await known(store, "Manchester", "Location")
+    person = entity("Manchester", "Person")
+    counts = await resolved(store, person)
+    assert (person.record, person.is_new, person.merge, person.own_name) == (
+        manchester, False, None, True)
+    assert counts["entities_matched"] == 1
+
+
+async def test_an_alias_of_another_type_resolves_to_its_entity(migrated_store) -> None:
+    store = await migrated_store()
+    katherine = await known(store, "Katherine Smith")
+    await store.query(queries.ALIAS_WRITE, {
+        "id": RecordID("alias", alias_key("Person", "kate smith")), "name": "kate smith",
+        "type": "Person", "entity": katherine})
+    kate = entity("Kate Smith", "Organization")
+    await resolved(store, kate)
+    assert (kate.record, kate.is_new) == (katherine, False)
 
 
 async def test_an_alias_resolves_to_its_entity(migrated_store) -> None:
     store = await migrated_store()
     katherine = await known(store, "Katherine Smith")
     await store.query(queries.ALIAS_WRITE, {
-        "id": RecordID("alias", entity_key("Person", "kate smith")), "name": "kate smith",
+        "id": RecordID("alias", alias_key("Person", "kate smith")), "name": "kate smith",
         "type": "Person", "entity": katherine})
     kate = entity("Kate Smith")
     counts = await resolved(store, kate)

@@ -7,8 +7,9 @@ What "supported" means (README, "Documents and versions"):
 - a fact by its episodes: it goes when its last episode goes, and a fact it ended is
   current again;
 - an entity by its mentions and its facts: it goes when neither is left;
-- what an entity says of itself (its name, summary sentences, first and last seen, the
-  aliases and automatic merges its spellings caused) by the mentions that said it.
+- what an entity says of itself (its name, type, summary sentences, first and last seen,
+  the aliases and automatic merges its spellings caused) by the mentions that said it:
+  its type is the one most of the remaining mentions give (kgapp/graph/ontology.py).
 Curators' merges, their aliases and their edits are not episodes' to take back.
 """
 
@@ -24,7 +25,7 @@ from surrealdb.data.types.record_id import RecordID
 from kgapp.graph import names, queries
 from kgapp.graph.chunking import split_sentences
 from kgapp.graph.ingest.persist import revision_row
-from kgapp.graph.ontology import GENERIC_ENTITY_TYPE, ontology_load
+from kgapp.graph.ontology import entity_types_recount, ontology_load
 from kgapp.graph.records import found, record_key
 from kgapp.graph.store import TenantStore
 from kgapp.graph.text import canonical_name
@@ -51,12 +52,10 @@ class Removal:
 @dataclass(frozen=True)
 class _Mention:
     name: str | None
-    entity_type: str | None
     summary: str | None
     seen_at: datetime | None
     order: tuple[Any, str]
     names: tuple[str, ...] = ()  # every spelling its episode gave (name first)
-    types: tuple[str, ...] = ()
 
 
 @dataclass
@@ -194,31 +193,26 @@ async def entities_recompute(store: TenantStore, withdrawn: list[dict[str, Any]]
     rows, auto_merged = await store.query(queries.ENTITIES_SUPPORT, {"ids": ids})
     auto = {record_key(r) for r in auto_merged or [] if r is not None}
     batch = queries.Batch()
-    changed = 0
+    changed = set()
     for row in rows or []:
         support = _support(row)
         gone = by_entity[record_key(row["id"])]
         if _withdraw(batch, support, gone, auto):
-            changed += 1
+            changed.add(record_key(row["id"]))
     if batch.sql:
         await store.transaction(batch.sql, batch.params)
-    return changed
+    changed |= await entity_types_recount(store, [row["id"] for row in rows or []])
+    return len(changed)
 
 
 def _support(row: dict[str, Any]) -> _Support:
     mentions = [
         _Mention(
             m.get("name"),
-            m.get("entity_type"),
             m.get("summary"),
             m.get("seen_at"),
             (m["created_at"], str(m["id"])),
             tuple(m.get("names") or [m.get("name") or ""]),
-            tuple(
-                m["entity_types"]
-                if m.get("entity_types") is not None
-                else [m.get("entity_type") or ""]
-            ),
         )
         for m in row.get("mentions") or []
     ]
@@ -238,10 +232,8 @@ def _withdraw(
     name = row["name"]
     if remaining and canonical_name(name) not in spelled:
         name = remaining[0].name or name
+        # The match key follows the type as well, once the type is recounted.
         changes.update(name=name, match_key=names.match_key(name, row["entity_type"]) or None)
-    entity_type = _type_left(row["entity_type"], remaining)
-    if entity_type != row["entity_type"]:
-        changes["entity_type"] = entity_type
     summary = _summary_left(row.get("summary") or "", gone, remaining)
     if summary != (row.get("summary") or ""):
         changes["summary"] = summary
@@ -265,18 +257,6 @@ def _withdraw(
     if aliases or followers:
         batch.add(queries.SUPPORT_RECORDS_DELETE, aliases=aliases, entities=followers)
     return bool(changes or aliases or followers)
-
-
-def _type_left(entity_type: str, remaining: list[_Mention]) -> str:
-    """A type no remaining mention gives falls back to the first one they give, else to
-    the generic type (ENTITY_TYPE_REFINE's inverse)."""
-    if not remaining or any(not m.entity_type for m in remaining):
-        return entity_type
-    given = [t for m in remaining for t in m.types if t]
-    if entity_type in given:
-        return entity_type
-    specific = [t for t in given if t != GENERIC_ENTITY_TYPE]
-    return specific[0] if specific else GENERIC_ENTITY_TYPE
 
 
 def _summary_left(summary: str, gone: list[dict[str, Any]], remaining: list[_Mention]) -> str:
