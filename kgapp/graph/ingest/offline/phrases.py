@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 from wordfreq import zipf_frequency
@@ -24,10 +25,10 @@ from kgapp.graph.ingest.offline.vocabulary import (
 if TYPE_CHECKING:
     from spacy.tokens import Token
 
-# A word used less than about once per 30,000 words (Zipf 4.5) is rare enough to name a
+# A word used less than about once per 100,000 words (Zipf 4.0) is rare enough to name a
 # topic on its own; a phrase of words all at least as common as "time" or "way" (Zipf
 # 5.5) names nothing in particular ("the other one").
-SPECIFIC_ZIPF = 4.5
+SPECIFIC_ZIPF = 4.0
 COMMON_ZIPF = 5.5
 # The derivational endings of English abstract nouns: qualities and states.
 ABSTRACT_SUFFIXES = ("ness", "ity", "ment", "hood", "ship", "dom", "ance", "ence", "tude")
@@ -37,7 +38,7 @@ def proper(tokens: list[Token], entity_type: str) -> bool:
     """A name has a capital or a digit, and is not a pronoun, a discourse word or a
     number."""
     first = tokens[0].lower_.strip("'")
-    if first in DISCOURSE or any(t.pos_ == "PRON" or t.text in ("'", ",") for t in tokens):
+    if discourse(first) or any(t.pos_ == "PRON" or t.text in ("'", ",") for t in tokens):
         return False
     if any(t.lower_.strip(".") in CALENDAR_WORDS for t in tokens):
         return False
@@ -81,12 +82,20 @@ def _specifies(token: Token, root: Token) -> bool:
     return False
 
 
+def discourse(word: str) -> bool:
+    """An interjection or opener, also drawn out ("hmmm", "hahaha", "sooo")."""
+    if word in DISCOURSE:
+        return True
+    shortened = re.sub(r"(.)\1+", r"\1", word)  # hmmm -> hm, sooo -> so
+    return shortened in DISCOURSE or re.fullmatch(r"(ha|he|hi|ho|lo)+l?", shortened) is not None
+
+
 def names_a_thing(tokens: list[Token]) -> bool:
     root = tokens[-1]
     lower, lemma = root.lower_, root.lemma_.lower()
     if lower in GENERIC or lemma in GENERIC or lower in CALENDAR_WORDS or root.like_num:
         return False
-    if tokens[0].lower_ in DISCOURSE or not root.is_alpha or len(root.text) < 3:
+    if any(discourse(t.lower_) for t in tokens) or not root.is_alpha or len(root.text) < 3:
         return False
     if root.i + 1 < len(root.doc) and root.nbor().text == "-" and not root.whitespace_:
         return False  # the first half of a hyphenated word: "de-stress"
@@ -111,6 +120,14 @@ def topic(name: str) -> bool:
     "guitar"): not one of the general words (GENERIC), nor an abstract noun."""
     word = name.lower()
     return " " not in word and word not in GENERIC and not word.endswith(ABSTRACT_SUFFIXES)
+
+
+def bare(noun: Token | None) -> bool:
+    """A noun without an article or a demonstrative: a kind, as a topic is named ("loves
+    dance", "plays guitar"), not a thing at hand ("the smell", "a dog")."""
+    if noun is None:
+        return False
+    return not any(c.dep_ == "det" for c in noun.children)
 
 
 def head_type(root: Token) -> str:

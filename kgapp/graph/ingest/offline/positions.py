@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from kgapp.graph.ingest.offline.entities import Mention
-from kgapp.graph.ingest.offline.phrases import specific, topic
+from kgapp.graph.ingest.offline.phrases import bare, specific, topic
 from kgapp.graph.ingest.offline.record import FactRecorder
 from kgapp.graph.ingest.offline.roles import (
     EMPLOYMENT,
@@ -58,7 +58,9 @@ class PositionReader(FactRecorder):
             return None  # "the CEO left": a position, not a name
         return mention
 
-    def _says_something(self, verb: Token, subject: Mention, obj: Mention) -> bool:
+    def _says_something(
+        self, verb: Token, subject: Mention, obj: Mention, target: Token | None = None
+    ) -> bool:
         """Prose: a fact joins two named things by a verb of a lasting relation
         (RELATION_VERBS); narration ("thanked", "rang") and descriptions are no facts.
         Conversation: a thing not named is a specific topic ("pottery class", not
@@ -70,8 +72,8 @@ class PositionReader(FactRecorder):
             return True
         if lemma in EMPTY_VERBS:
             return False  # "felt a mix", "had yoga", "got the photo"
-        if not specific(obj.name) and not (topical(verb) and topic(obj.name)):
-            return False  # "loves dance" names a topic; "saw the sight" does not
+        if not specific(obj.name) and not (topical(verb) and topic(obj.name) and bare(target)):
+            return False  # "loves dance" names a topic; "loves the smell" does not
         if lemma == "be":  # "Tilly is at the boathouse": where someone is now
             return not any(c.lower_ in ("at", "in") for c in verb.children)
         return True

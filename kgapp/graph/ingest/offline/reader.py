@@ -205,7 +205,7 @@ class Reader(PositionReader):
             return  # "tell you", "see you", "thank you": talk, not facts
         if any(c.dep_ == "det" and c.lower_ == "no" for c in target.children):
             return
-        if not self._says_something(verb, subject, obj):
+        if not self._says_something(verb, subject, obj, target):
             return
         name = _joined(
             relation_name(relation),

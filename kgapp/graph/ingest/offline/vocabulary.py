@@ -239,7 +239,6 @@ POSTS = _wordset("job jobs position post role seat notice")
 # Verbs of liking or practising, and adjectives of fondness: their object is a topic
 # of someone's life ("loves dance", "plays guitar", "passionate about fashion").
 TOPICAL_VERBS = _wordset(
-    """love like enjoy adore prefer play practise practice learn teach study do take
-    pursue"""
+    """love like enjoy adore prefer play practise practice learn teach study pursue"""
 )
 FOND = _wordset("passionate keen crazy mad obsessed interested fond into")
