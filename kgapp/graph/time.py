@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
@@ -128,6 +128,7 @@ class NamedDate:
     start: datetime
     unit: str  # day | month | year
     with_year: bool = False
+    deictic: bool = False  # counted from the writer's now ("last month", "yesterday")
 
     @property
     def end(self) -> datetime:
@@ -281,8 +282,12 @@ def resolve_in_context(
     year_end = None if context is None else _day(context.start.year, 12, 31)
     found = _absolute(text, year_end or ref)
     if found is not None or context is None:
-        return found or _relative(lowered, ref, future)
-    return _anaphoric(lowered, context) or _relative(lowered, ref, future)
+        return found or _deictic(_relative(lowered, ref, future))
+    return _anaphoric(lowered, context) or _deictic(_relative(lowered, ref, future))
+
+
+def _deictic(found: NamedDate | None) -> NamedDate | None:
+    return replace(found, deictic=True) if found is not None else None
 
 
 def _anaphoric(lowered: str, context: NamedDate) -> NamedDate | None:

@@ -211,7 +211,7 @@ async def test_one_hop_facts_are_those_that_bear_on_the_question(talk) -> None:
     # A question about the entity as a whole gets all its facts.
     whole = sections(await ask(talk, "local", "Who is Caroline?"))["## Facts"]
     assert {"- Caroline went to the LGBTQ support group. [since 7 May 2023]",
-            "- Caroline adopted a cat. [since 1 April 2023]",
+            "- Caroline adopted Bella. [since 1 April 2023]",
             "- Caroline started learning the acoustic guitar. [since 8 May 2023]"} <= set(whole)
 
 

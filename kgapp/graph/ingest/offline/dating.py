@@ -57,13 +57,17 @@ class Dating:
         """A sentence that states a date governs the undated sentences after it."""
         self.before = self.context
         found = resolve_in_context(sentence.text, self.now, self.before)
-        if found is not None:
+        if found is not None and not found.deictic:  # "last month" dates its own sentence
             self.paragraph = found
 
-    def clause(self, text: str, *, future: bool) -> NamedDate | None:
-        """The date of a clause whose words are `text`."""
+    def clause(self, text: str, *, future: bool, past: bool = True) -> NamedDate | None:
+        """The date of a clause whose words are `text`: its own, else (told in the past
+        tense) the paragraph's or section's, else the message's day. A clause in the
+        present tense tells how things are now ("Skarv Labs is based in Trondheim")."""
         own = resolve_in_context(_before_until(text), self.now, self.before, future=future)
-        return own or self.before or self.context or self.said
+        if own is not None:
+            return own
+        return (self.before or self.context if past else None) or self.said
 
     def until(self, text: str) -> NamedDate | None:
         """The end a clause states ("chaired it from 2020 until 2023")."""

@@ -115,6 +115,9 @@ class MentionReader:
         described = self.focus.description(root)
         if described is not None:
             return described
+        called = _called(root)  # "a cat named Bella", "an agent called Grace Okafor"
+        if called is not None and (span := entity_of(called)) is not None:
+            return self._named(span)
         if root.lower_ in RELATIONAL or root.lemma_.lower() in RELATIONAL:
             return self._relative(root)
         tokens = modifiers(root) + [root]
@@ -181,3 +184,11 @@ class MentionReader:
         if lower in ("you", "yourself") and other:
             return Mention(other, "Person", other, speaker_pronoun=True)
         return None
+
+
+def _called(noun: Token) -> Token | None:
+    """The name in "a cat named Bella", "a band called The Reeds"."""
+    for child in noun.children:
+        if child.dep_ == "acl" and child.lemma_.lower() in ("name", "call"):
+            return next((c for c in child.children if c.dep_ in ("oprd", "attr", "dobj")), None)
+    return None

@@ -29,6 +29,7 @@ from kgapp.graph.ingest.offline.syntax import (
     future,
     lemma_of,
     no_longer,
+    past,
     topical,
     verb_relation,
     with_conjuncts,
@@ -79,7 +80,7 @@ class PositionReader(FactRecorder):
         return True
 
     def _when(self, verb: Token) -> datetime | None:
-        named = self.dating.clause(clause_text(verb), future=future(verb))
+        named = self.dating.clause(clause_text(verb), future=future(verb), past=past(verb))
         return named.start if named else None
 
     def _until(self, verb: Token) -> datetime | None:

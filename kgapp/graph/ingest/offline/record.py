@@ -112,12 +112,13 @@ class FactRecorder(MentionReader):
 
 
 def _contradicts(mention: Mention, role_type: str | None) -> bool:
-    """A named thing that cannot take this part: an event, place or company where the
-    relation wants a person ("the festival lives in"). The other way round the name
-    takes the relation's type: NER calls many a company a person ("joined Door Dash")."""
+    """A named thing that cannot take this part: an event or a place where the relation
+    wants a person ("the festival lives in"). Between person and organisation the name
+    takes the relation's type: NER mistakes one for the other both ways ("joined Door
+    Dash", "Alice" an organisation)."""
     if role_type != "Person" or not mention.named:
         return False
-    return mention.entity_type not in ("Person", "Entity", "Concept")
+    return mention.entity_type in ("Event", "Location", "Product", "Document")
 
 
 def _end(

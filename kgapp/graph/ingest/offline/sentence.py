@@ -33,7 +33,8 @@ def fact_sentence(
     chosen.update((t.i, t) for t in pieces)
     if obj.speaker_pronoun or obj.named:
         chosen[target.i] = target
-        chosen.update((t.i, t) for t in target.children if t.dep_ == "det" and t.i < target.i)
+        if target.pos_ == "PROPN":  # not for "a cat named Bella": "adopted Bella"
+            chosen.update((t.i, t) for t in target.children if t.dep_ == "det" and t.i < target.i)
     else:
         chosen.update((t.i, t) for t in phrase_tokens(target))
     # A phrase fronted before the verb ("After the accident, I ...") goes to the end.

@@ -305,3 +305,12 @@ def topical(verb: Token) -> bool:
     return verb.lemma_ == "be" and any(
         c.dep_ == "acomp" and c.lemma_.lower() in FOND for c in verb.children
     )
+
+
+def past(verb: Token) -> bool:
+    """Told in the past tense: "founded", "became", "was appointed", "had joined"."""
+    chain = verb_chain(verb)
+    helpers = [c for link in chain for c in link.children if c.dep_ in ("aux", "auxpass")]
+    if helpers:
+        return any(h.tag_ == "VBD" for h in helpers)
+    return chain[-1].tag_ in ("VBD", "VBN")

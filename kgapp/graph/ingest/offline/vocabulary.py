@@ -226,6 +226,7 @@ RELATION_VERBS = _wordset(
     produce compose invent paint record film draw use adopt migrate switch deploy supply
     provide deliver serve partner sign win award earn compete participate perform play
     speak present host organise organize visit tour belong contain include name base
+    know meet befriend
     headquarter locate sit represent report"""
 )
 # Verbs that say little of a thing not named: "had yoga", "felt a mix", "got the photo",
