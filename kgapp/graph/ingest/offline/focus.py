@@ -76,7 +76,9 @@ class Focus:
         if any(c.dep_ in ("amod", "compound", "prep", "poss") for c in root.children):
             return None  # "the shipping company", "the company of ...": another one
         lemma = root.lemma_.lower()
-        if lemma in GROUP_HEADS and self.groups:  # "the band": the group named most
+        if lemma in GROUP_HEADS:  # "the band": the group named most; no company
+            if not self.groups:
+                return None
             return self._organization_near(root, self.groups) or self.top_organization(self.groups)
         if lemma in COMPANY_WORDS or lemma in GROUP_HEADS:
             return self._organization_near(root) or self.top_organization()

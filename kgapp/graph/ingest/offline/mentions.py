@@ -24,6 +24,7 @@ from kgapp.graph.ingest.offline.vocabulary import (
     FIRST_PERSON,
     FIRST_PLURAL,
     NER_TYPES,
+    POSTS,
     PROJECT_WORDS,
     RELATIONAL,
     ROLE_NOUNS,
@@ -132,7 +133,8 @@ class MentionReader:
             # A name NER did not type: its other mentions, or the relation, may.
             entity_type = self.types.get(name.casefold(), "Entity")
             return Mention(name, entity_type, name, named=True)
-        owner = self._owner(root) if len(tokens) == 1 and root.pos_ == "NOUN" else None
+        single = len(tokens) == 1 and root.pos_ == "NOUN" and root.lemma_.lower() not in POSTS
+        owner = self._owner(root) if single else None
         if owner is not None:  # "my store" is one store: Gina's
             name = f"{owner}'s {name}"
         return Mention(name, head_type(root), phrase_text(root, self.turn))

@@ -36,9 +36,11 @@ from kgapp.graph.ingest.offline.syntax import (
 )
 from kgapp.graph.ingest.offline.vocabulary import (
     EMPTY_VERBS,
+    PLACING,
     RELATION_VERBS,
     RELATIONAL,
     ROLE_NOUNS,
+    TALK_VERBS,
 )
 from kgapp.graph.text import relation_name
 
@@ -69,8 +71,12 @@ class PositionReader(FactRecorder):
         lemma = lemma_of(verb)
         if not self.speakers:
             return subject.named and obj.named and lemma in RELATION_VERBS | {"be"}
+        if obj.named and obj.entity_type == "Person" and lemma in TALK_VERBS:
+            return False  # "will ring Lars", "heard of Lars": talk, not a fact
         if obj.speaker_pronoun or obj.named:
             return True
+        if lemma not in RELATION_VERBS and _placed(target):
+            return False  # "cried in the supermarket": where it happened, once
         if lemma in EMPTY_VERBS:
             return False  # "felt a mix", "had yoga", "got the photo"
         if not specific(obj.name) and not (topical(verb) and topic(obj.name) and bare(target)):
@@ -252,3 +258,7 @@ class PositionReader(FactRecorder):
         if kin is not None and kin.named and kin.entity_type == "Person":
             sentence = f"{person.name} is {kin.name}'s {noun.lower_}."
             self._record(person, kin_relation(noun.lemma_), kin, sentence, None)
+
+
+def _placed(target: Token | None) -> bool:
+    return target is not None and target.head.dep_ == "prep" and target.head.lower_ in PLACING

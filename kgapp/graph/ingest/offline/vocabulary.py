@@ -226,7 +226,7 @@ RELATION_VERBS = _wordset(
     produce compose invent paint record film draw use adopt migrate switch deploy supply
     provide deliver serve partner sign win award earn compete participate perform play
     speak present host organise organize visit tour belong contain include name base
-    know meet befriend
+    know meet befriend volunteer intern
     headquarter locate sit represent report"""
 )
 # Verbs that say little of a thing not named: "had yoga", "felt a mix", "got the photo",
@@ -243,3 +243,7 @@ TOPICAL_VERBS = _wordset(
     """love like enjoy adore prefer play practise practice learn teach study pursue"""
 )
 FOND = _wordset("passionate keen crazy mad obsessed interested fond into")
+# Verbs of talking to someone: with a person's name, conversation, not a fact.
+TALK_VERBS = _wordset("say tell ask hear ring call text email message thank phone answer")
+# Prepositions that place an act: "cried in the supermarket", "slept at the station".
+PLACING = _wordset("in at on near inside outside")
