@@ -161,3 +161,62 @@ def test_a_name_has_one_type_by_what_the_sentences_say_of_it(extractor) -> None:
     )
     types = {e.name: e.entity_type for e in found.entities}
     assert types["Halden Kayak"] == "Organization" and types["Mia Berg"] == "Person"
+
+
+def triples(found: Extraction) -> set[tuple[str, str, str]]:
+    return {(f.source, f.relation, f.target) for f in found.facts}
+
+
+def test_until_ends_what_the_clause_begins(extractor) -> None:
+    found = prose(extractor, "Ada Moss chaired the Fenwick Rowing Club from 2016 until 2021.")
+    chair = fact(found, "Ada Moss", "CHAIR_OF", "Fenwick Rowing Club")
+    assert (day(chair.valid_at), day(chair.invalid_at)) == ("2016-01-01", "2021-01-01")
+
+
+def test_a_noun_in_apposition_says_where_a_thing_is_and_what_a_person_was(extractor) -> None:
+    found = prose(
+        extractor,
+        "Brackwater Ferries bought Kelp Lines, a small freight operator based in Bodø, in 2019. "
+        "Lasse Vik, previously chief executive of Kelp Lines, joined Brackwater Ferries.",
+    )
+    assert ("Kelp Lines", "LOCATED_IN", "Bodø") in triples(found)
+    was = fact(found, "Lasse Vik", "CEO_OF", "Kelp Lines")
+    assert was.invalid_at is not None
+
+
+def test_a_thing_called_by_name_is_that_name(extractor) -> None:
+    found = extractor.extract(
+        "Ria: I adopted a kitten named Pebble last week.",
+        reference_time=COMPILED,
+        speakers=("Ria", "Tom"),
+    )
+    assert ("Ria", "ADOPT", "Pebble") in triples(found)
+    assert fact(found, "Ria", "ADOPT", "Pebble").fact == "Ria adopted Pebble."
+
+
+def test_leaving_a_band_ends_a_membership_not_a_job(extractor) -> None:
+    found = prose(
+        extractor,
+        "The Salt Reeds are a folk band from Dublin. Ivo Rask joined the band in 2015. "
+        "He quit the band in 2019.",
+    )
+    member = [f for f in found.facts if f.source == "Ivo Rask" and f.target == "Salt Reeds"]
+    assert [(f.relation, day(f.invalid_at)) for f in member] == [("MEMBER_OF", "2019-01-01")]
+    assert ("Salt Reeds", "LOCATED_IN", "Dublin") in triples(found)
+
+
+def test_a_past_paragraph_date_does_not_date_a_present_state(extractor) -> None:
+    found = prose(
+        extractor, "In 2018 Ola Dahl founded Skarv Labs. Skarv Labs is headquartered in Trondheim."
+    )
+    assert day(fact(found, "Ola Dahl", "FOUND", "Skarv Labs").valid_at) == "2018-01-01"
+    assert fact(found, "Skarv Labs", "HEADQUARTERED_IN", "Trondheim").valid_at is None
+
+
+def test_talking_to_someone_and_where_an_act_happened_are_no_facts(extractor) -> None:
+    found = extractor.extract(
+        "Ria: I rang Lars yesterday. I cried in the supermarket. I volunteer at the food bank.",
+        reference_time=COMPILED,
+        speakers=("Ria", "Tom"),
+    )
+    assert triples(found) == {("Ria", "VOLUNTEER_AT", "food bank")}

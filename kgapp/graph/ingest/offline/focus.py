@@ -59,12 +59,17 @@ class Focus:
         if mention.entity_type == "Organization":
             self.counts[mention.name] += 3 if title else 1
 
+    def settle(self) -> None:
+        """This turn's notes in reading order, however they were found."""
+        first = next((i for i, n in enumerate(self.notes) if n.turn == self.turn), len(self.notes))
+        self.notes[first:] = sorted(self.notes[first:], key=lambda n: n.position)
+
     def pronoun(self, token: Token, other_than: str = "") -> Mention | None:
         """Whom a third-person pronoun stands for; `other_than`: not this name (the
         clause's subject)."""
         lower = token.lower_
-        if lower in PERSONAL:
-            return self._latest(token, frozenset({"Person"}), other_than)
+        if lower in PERSONAL:  # NER leaves many a person's name untyped
+            return self._latest(token, frozenset({"Person", "Entity"}), other_than)
         if lower in NEUTER:
             return self._latest(token, NEUTER_TYPES, other_than)
         return None

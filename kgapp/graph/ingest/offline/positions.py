@@ -16,6 +16,7 @@ from kgapp.graph.ingest.offline.roles import (
     SITING,
     Role,
     described_places,
+    former,
     hosts,
     kin_relation,
     predecessor,
@@ -71,7 +72,7 @@ class PositionReader(FactRecorder):
         lemma = lemma_of(verb)
         if not self.speakers:
             return subject.named and obj.named and lemma in RELATION_VERBS | {"be"}
-        if obj.named and obj.entity_type == "Person" and lemma in TALK_VERBS:
+        if obj.named and obj.entity_type in ("Person", "Entity") and lemma in TALK_VERBS:
             return False  # "will ring Lars", "heard of Lars": talk, not a fact
         if obj.speaker_pronoun or obj.named:
             return True
@@ -248,7 +249,7 @@ class PositionReader(FactRecorder):
         if role is not None and role.organization is not None:
             organization = self._organization(role.organization)
             if organization is not None:
-                ended = any(c.lower_ in ("previously", "formerly", "former") for c in noun.children)
+                ended = former(noun)
                 self._position_fact(
                     person, role.relation, role.words, organization, None, ended=ended
                 )

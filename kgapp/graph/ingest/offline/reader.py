@@ -77,6 +77,13 @@ class Reader(PositionReader):
             if named is not None:
                 self.entities.add(named.name, named.entity_type, 2)
                 self.focus.note(span.root, named, title=turn.heading)
+        for chunk in doc.noun_chunks:  # names NER missed ("Ivo Rask joined the band")
+            root = chunk.root
+            if root.pos_ == "PROPN" and not root.ent_type_:
+                found = self._phrase(root)
+                if found is not None and found.named:
+                    self.focus.note(root, found, title=turn.heading)
+        self.focus.settle()
         if turn.heading:
             return
         for span in doc.ents:

@@ -34,6 +34,7 @@ ENDING = frozenset({"step", "resign", "retire", "quit", "leave", "depart"})
 SUCCEEDING = frozenset({"replace", "succeed"})
 SITING = frozenset({"found", "establish", "open", "base", "headquarter", "incorporate", "set"})
 EMPLOYMENT = "WORKS_AT"
+FORMER = frozenset({"former", "previous", "ex", "erstwhile"})
 # Verbs of leading an organisation: the position they state.
 LEADING = {
     "chair": "CHAIR_OF",
@@ -59,8 +60,8 @@ def role_of(noun: Token) -> Role | None:
     lemma = noun.lemma_.lower()
     if lemma not in ROLE_NOUNS or noun.pos_ not in ("NOUN", "PROPN"):
         return None
-    words = [t.text for t in modifiers(noun) if t.lower_ not in ("first", "new", "former")]
-    words.append(noun.text)
+    before = [t for t in noun.lefts if t.dep_ in ("amod", "compound") and t.lower_ not in FORMER]
+    words = [t.text for t in [*before, noun] if t.lower_ not in ("first", "new")]
     organization = next((c for c in noun.children if c.dep_ == "poss"), None)
     for prep in (c for c in noun.children if c.dep_ == "prep" and c.lower_ in ("of", "at")):
         target = next((c for c in prep.children if c.dep_ == "pobj"), None)
@@ -212,3 +213,10 @@ def kin_relation(noun: str) -> str:
     if lemma in PARTNERS:
         return "DATES"
     return relation_name(f"{lemma}_of")
+
+
+def former(noun: Token) -> bool:
+    """ "previously chief executive of X", "the former CEO": a position that ended."""
+    return any(
+        t.lower_ in ("previously", "formerly", *FORMER) for t in noun.subtree if t.i < noun.i
+    )
