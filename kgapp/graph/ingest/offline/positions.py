@@ -38,6 +38,7 @@ from kgapp.graph.ingest.offline.syntax import (
 from kgapp.graph.ingest.offline.vocabulary import (
     EMPTY_VERBS,
     PLACING,
+    POSTS,
     RELATION_VERBS,
     RELATIONAL,
     ROLE_NOUNS,
@@ -72,14 +73,14 @@ class PositionReader(FactRecorder):
         lemma = lemma_of(verb)
         if not self.speakers:
             return subject.named and obj.named and lemma in RELATION_VERBS | {"be"}
-        if obj.named and obj.entity_type in ("Person", "Entity") and lemma in TALK_VERBS:
+        if obj.named and lemma in TALK_VERBS:
             return False  # "will ring Lars", "heard of Lars": talk, not a fact
+        if lemma not in RELATION_VERBS and _placed(target):
+            return False  # "cried in the supermarket", "found it in Halifax": once
+        if lemma in EMPTY_VERBS and not (obj.named and _post(verb)):
+            return False  # "felt a mix", "had yoga", "got the photo"; not "got a job at"
         if obj.speaker_pronoun or obj.named:
             return True
-        if lemma not in RELATION_VERBS and _placed(target):
-            return False  # "cried in the supermarket": where it happened, once
-        if lemma in EMPTY_VERBS:
-            return False  # "felt a mix", "had yoga", "got the photo"
         if not specific(obj.name) and not (topical(verb) and topic(obj.name) and bare(target)):
             return False  # "loves dance" names a topic; "loves the smell" does not
         if lemma == "be":  # "Tilly is at the boathouse": where someone is now
@@ -263,3 +264,8 @@ class PositionReader(FactRecorder):
 
 def _placed(target: Token | None) -> bool:
     return target is not None and target.head.dep_ == "prep" and target.head.lower_ in PLACING
+
+
+def _post(verb: Token) -> bool:
+    """ "got a job at X", "took a position with X"."""
+    return any(c.dep_ == "dobj" and c.lemma_.lower() in POSTS for c in verb.children)

@@ -82,6 +82,7 @@ class Reader(PositionReader):
             if root.pos_ == "PROPN" and not root.ent_type_:
                 found = self._phrase(root)
                 if found is not None and found.named:
+                    self.entities.add(found.name, found.entity_type, 2)
                     self.focus.note(root, found, title=turn.heading)
         self.focus.settle()
         if turn.heading:

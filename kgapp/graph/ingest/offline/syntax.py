@@ -15,7 +15,6 @@ from kgapp.graph.ingest.offline.vocabulary import (
     INTENT,
     MODALS_OF_DOUBT,
     NER_TYPES,
-    POSTS,
     REPORTING,
     RUMOUR,
     TOPICAL_VERBS,
@@ -202,13 +201,17 @@ def objects(verb: Token) -> Iterator[Object]:
         if child.dep_ in ("dobj", "obj"):
             for token in with_conjuncts(child):
                 yield Object("", token, ())
-            if child.lemma_.lower() in POSTS:  # "quit their jobs at Brightwave"
+            if child.pos_ == "NOUN":  # "quit their jobs at X", "signed a deal with X"
                 for prep in (c for c in child.children if c.dep_ == "prep"):
-                    yield from prepositional(prep)
+                    if prep.lower_ in OBJECT_PREPOSITIONS:
+                        yield from prepositional(prep)
         elif child.dep_ in ("prep", "agent", "dative") and child.pos_ == "ADP":
             yield from prepositional(child)
 
 
+# The prepositions after a verb's object that name another party of the relation:
+# "signed a deal with X", "quit her job at X", "sold the boat to X".
+OBJECT_PREPOSITIONS = frozenset({"with", "at", "to", "for", "from", "in"})
 # Prepositions of circumstance: their objects say when, how or despite what, and take
 # no part in the relation the verb states.
 CIRCUMSTANTIAL = frozenset(

@@ -245,7 +245,8 @@ TOPICAL_VERBS = _wordset(
 FOND = _wordset("passionate keen crazy mad obsessed interested fond into")
 # Verbs of talking to someone: with a person's name, conversation, not a fact.
 TALK_VERBS = _wordset(
-    "say tell ask hear ring rang call text email message thank phone answer"
+    "say tell ask hear ring rang call text email message thank phone answer congrat"
+    " congratulate wish greet"
 )  # "rang": the small English pipeline does not lemmatise it
 # Prepositions that place an act: "cried in the supermarket", "slept at the station".
 PLACING = _wordset("in at on near inside outside")
