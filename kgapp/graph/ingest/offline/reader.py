@@ -81,8 +81,7 @@ class Reader(PositionReader):
             root = chunk.root
             if root.pos_ == "PROPN" and not root.ent_type_:
                 found = self._phrase(root)
-                if found is not None and found.named:
-                    self.entities.add(found.name, found.entity_type, 2)
+                if found is not None and found.named:  # no entity until a fact needs it
                     self.focus.note(root, found, title=turn.heading)
         self.focus.settle()
         if turn.heading:
