@@ -182,6 +182,10 @@ def _absolute(text: str, ref: datetime) -> NamedDate | None:
         )
     if m := re.search(rf"\b{_MONTH},?\s+(\d{{4}})\b", text):
         return _named(_day(int(m.group(2)), _MONTHS[m.group(1).lower()], 1), "month", True)
+    if m := re.search(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH}\b", text):
+        return _named(_day(ref.year, _MONTHS[m.group(2).lower()], int(m.group(1))), "day")
+    if m := re.search(rf"\b{_MONTH}\s+(\d{{1,2}})(?:st|nd|rd|th)?\b", text):
+        return _named(_day(ref.year, _MONTHS[m.group(1).lower()], int(m.group(2))), "day")
     if m := re.search(rf"\b(?:in|last|this|since|of|by)\s+{_MONTH}\b", text, re.IGNORECASE):
         month = _MONTHS[m.group(1).lower()]
         year = ref.year if month <= ref.month else ref.year - 1

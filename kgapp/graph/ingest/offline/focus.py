@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from kgapp.graph.ingest.offline.entities import Mention
@@ -68,8 +68,9 @@ class Focus:
         """Whom a third-person pronoun stands for; `other_than`: not this name (the
         clause's subject)."""
         lower = token.lower_
-        if lower in PERSONAL:  # NER leaves many a person's name untyped
-            return self._latest(token, frozenset({"Person", "Entity"}), other_than)
+        if lower in PERSONAL:  # NER leaves many a person's name untyped, or mistyped
+            found = self._latest(token, frozenset({"Person", "Entity"}), other_than)
+            return replace(found, entity_type="Person") if found is not None else None
         if lower in NEUTER:
             return self._latest(token, NEUTER_TYPES, other_than)
         return None
@@ -133,8 +134,11 @@ class Focus:
             if noted.turn == self.turn and noted.position >= token.i:
                 continue
             name = noted.mention.name
+            kind = noted.mention.entity_type
+            # A first name NER took for an organisation ("Ines") can still be she.
+            first_name = "Person" in types and kind == "Organization" and " " not in name
             if (
-                noted.mention.entity_type not in types
+                (kind not in types and not first_name)
                 or name in self.speakers
                 or name == other_than
             ):

@@ -6,6 +6,8 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from wordfreq import zipf_frequency
+
 from kgapp.graph.ingest.offline.entities import Mention
 from kgapp.graph.ingest.offline.evidence import full_names, group_names, name_types
 from kgapp.graph.ingest.offline.focus import Focus
@@ -30,6 +32,10 @@ from kgapp.graph.ingest.offline.vocabulary import (
     ROLE_NOUNS,
     SECOND_PERSON,
 )
+
+# Below this Zipf frequency (about once per million words) a capitalised word is no
+# English word: a name.
+NAME_ZIPF = 3.0
 
 if TYPE_CHECKING:
     from spacy.tokens import Doc, Span, Token
@@ -99,12 +105,16 @@ class MentionReader:
         is a name when it appears capitalised inside a sentence too, or when the tagger
         calls it a proper noun and it is no adjective or adverb ("Glad", "Cozy"), nor a
         word the episode writes in lower case elsewhere ("Guitar is my thing ... a
-        guitar")."""
+        guitar"). A word that general English does not use (Zipf below NAME_ZIPF,
+        `wordfreq`) is a name too ("Ines is leaving Helix & Hart")."""
         first = tokens[0]
         if len(tokens) > 1 or not first.is_sent_start or first.text in self.capitalised:
             return True
         common = first.lower_ in self.modifier_words or first.lower_ in self.lowercase
-        return first.tag_ in ("NNP", "NNPS") and not common
+        if common:
+            return False
+        # No English word ("Ines", "Kofi"), whatever the tagger says of it.
+        return first.tag_ in ("NNP", "NNPS") or zipf_frequency(first.lower_, "en") < NAME_ZIPF
 
     def _phrase(self, root: Token) -> Mention | None:
         """The noun phrase headed by `root` as an entity, if it names something."""

@@ -50,6 +50,12 @@ if TYPE_CHECKING:
     from spacy.tokens import Span, Token
 
 
+# Verbs that state nothing but the position: "became CEO", "was appointed CEO"; and
+# verbs of moving to a new employer in a position ("went to Acme as VP").
+BECOMING_ONLY = ("be", "become", "appoint", "name", "elect", "make")
+MOVING = ("go", "move", "come", "switch", "return")
+
+
 class PositionReader(FactRecorder):
     """Positions, sites and agents (roles.py), and what a fact must say."""
 
@@ -100,7 +106,9 @@ class PositionReader(FactRecorder):
         stated = stated_role(verb)
         if stated is None:
             return False
-        if holder.entity_type != "Person" or not (holder.named or holder.speaker_pronoun):
+        if holder.entity_type not in ("Person", "Entity") or not (
+            holder.named or holder.speaker_pronoun
+        ):
             return True  # "the CEO left", "the festival moved": no one's position
         how, role = stated
         when = self._when(verb)
@@ -113,25 +121,15 @@ class PositionReader(FactRecorder):
         else:
             organization = self._organization(role.organization)
             if organization is not None:
+                until = self._until(verb)
                 ended = no_longer(verb)
                 self._position_fact(
-                    holder,
-                    role.relation,
-                    role.words,
-                    organization,
-                    when,
-                    ended=ended,
-                    until=self._until(verb),
+                    holder, role.relation, role.words, organization, when, ended=ended, until=until
                 )
-            return verb.lemma_.lower() in (
-                "be",
-                "become",
-                "appoint",
-                "name",
-                "elect",
-                "make",
-                *LEADING,
-            )
+                if verb.lemma_.lower() in MOVING:  # "is going to Helix Health as VP"
+                    sentence = f"{holder.name} works at {organization.name}."
+                    self._record(holder, EMPLOYMENT, organization, sentence, when, until=until)
+            return verb.lemma_.lower() in (*BECOMING_ONLY, *LEADING, *MOVING)
         return True
 
     def _succession(self, verb: Token, holder: Mention, role: Role, when: datetime | None) -> None:
@@ -140,6 +138,11 @@ class PositionReader(FactRecorder):
         second = self._mention(other) if other is not None else None
         if second is not None and other is not None and second.name == holder.name:
             second = self.focus.pronoun(other, other_than=holder.name)
+        if second is None and role.relation and not passive:  # "takes over as head of X"
+            organization = self._organization(role.organization)
+            if organization is not None:
+                self._position_fact(holder, role.relation, role.words, organization, when)
+            return
         if second is None or second.entity_type != "Person":
             return
         before, after = (holder, second) if passive else (second, holder)

@@ -88,7 +88,8 @@ def stated_role(verb: Token) -> tuple[str, Role] | None:
         elif child.dep_ == "prep" and child.lower_ in ("as", "to"):
             role = next((r for c in child.children if (r := role_of(c)) is not None), None)
         if role is not None:
-            return _how(verb), role
+            where = role.organization or _joined_organization(verb)
+            return _how(verb), Role(role.relation, role.words, where)
     leading = LEADING.get(lemma)
     direct = next((c for c in verb.children if c.dep_ == "dobj"), None)
     if leading and direct is not None and (direct.pos_ == "PROPN" or direct.lower_ == "it"):
@@ -100,6 +101,18 @@ def stated_role(verb: Token) -> tuple[str, Role] | None:
         return "end", Role("", "", None)
     if lemma in SUCCEEDING or (lemma == "take" and _particle(verb) == "over"):
         return "succeed", Role("", "", None)
+    return None
+
+
+def _joined_organization(verb: Token) -> Token | None:
+    """ "joined Acme as CTO", "is going to Helix Health as VP": where the position is."""
+    for child in verb.children:
+        if child.dep_ == "dobj" and child.pos_ == "PROPN":
+            return child
+        if child.dep_ == "prep" and child.lower_ in ("to", "at"):
+            found = next((c for c in child.children if c.dep_ == "pobj"), None)
+            if found is not None and found.pos_ == "PROPN":
+                return found
     return None
 
 

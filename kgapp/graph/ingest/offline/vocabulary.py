@@ -194,7 +194,7 @@ PROJECT_WORDS = frozenset({"project", "programme", "program", "operation", "init
 DATE_LABELS = frozenset({"DATE", "TIME", "CARDINAL", "ORDINAL", "MONEY", "PERCENT", "QUANTITY"})
 # Nouns of a position held in an organisation: "CEO of Acme", "its chief executive".
 ROLE_NOUNS = _wordset(
-    """ceo cto cfo coo cmo cio cpo chairman chairwoman chairperson chair president
+    """ceo cto cfo coo cmo cio cpo vp svp evp chairman chairwoman chairperson chair president
     vice-president director executive head manager founder co-founder cofounder owner
     leader lead editor editor-in-chief spokesperson spokesman spokeswoman treasurer
     secretary principal dean captain superintendent mayor governor chancellor
