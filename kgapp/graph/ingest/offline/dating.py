@@ -39,9 +39,7 @@ class Dating:
     def enter(self, turn: Turn) -> None:
         """A new turn: a heading dates its section; a message is its own now."""
         if turn.heading:
-            self.section = resolve_named(turn.text, self.reference)
-            if self.section is not None and not self.section.with_year:
-                self.section = None
+            self.section = heading_date(turn.text, self.reference)
             self.paragraph = None
         elif turn.speaker is not None or turn.paragraph:
             self.paragraph = None
@@ -88,3 +86,15 @@ def vague_past(text: str) -> bool:
 def _before_until(text: str) -> str:
     """The words before "until ...": what follows it is the end, not the start."""
     return re.split(r"\b(?:until|till)\b", text, maxsplit=1, flags=re.IGNORECASE)[0]
+
+
+def heading_date(heading: str, reference: datetime) -> NamedDate | None:
+    """The date a heading gives its section: a full date ("Update, 3 February 2023") or
+    a bare year ("## 2019: The first vessel"); in a heading path ("Report > 2019"), the
+    last heading's."""
+    last = heading.split(" > ")[-1]
+    found = resolve_named(last, reference)
+    if found is not None and found.with_year:
+        return found
+    year = re.search(r"\b(?:19|20)\d{2}\b", last)
+    return resolve_named(f"in {year.group(0)}", reference) if year else None
