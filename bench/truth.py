@@ -333,10 +333,13 @@ def sample_lines(graph: ProductGraph, seed: int) -> list[str]:
     ]
 
 
-async def sample_graph(config: StoreConfig, path: Path) -> ProductGraph:
+async def sample_graph(
+    config: StoreConfig, path: Path, reference_time: datetime | None = None
+) -> ProductGraph:
     async with namespaces(config) as fresh, fresh() as store:
-        return await uploaded_graph(store, path.name, path.read_bytes(), reference_time=None,
-                                    embedder=local_embedder(), extractor=offline_extractor())
+        return await uploaded_graph(store, path.name, path.read_bytes(),
+                                    reference_time=reference_time, embedder=local_embedder(),
+                                    extractor=offline_extractor())
 
 
 # --- Running it --------------------------------------------------------------------------
@@ -351,6 +354,8 @@ def _arguments() -> argparse.Namespace:
                         help="per dev text: what matches nothing, the gold facts missed")
     parser.add_argument("--sample", type=Path, help="upload this file, print a sample")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--reference-time", type=datetime.fromisoformat,
+                        help="with --sample: the upload's reference time (ISO 8601, with zone)")
     args = parser.parse_args()
     heldout = args.half == "heldout" or (args.file and half_of(args.file) == "heldout")
     if args.show and heldout:
@@ -363,7 +368,7 @@ def main() -> None:
     started = time.perf_counter()
     if args.sample:
         with surreal() as config:
-            graph = asyncio.run(sample_graph(config, args.sample))
+            graph = asyncio.run(sample_graph(config, args.sample, args.reference_time))
         print("\n".join(sample_lines(graph, args.seed)))
         return
     halves = list(HALVES) if args.half == "both" else [args.half]

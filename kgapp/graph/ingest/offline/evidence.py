@@ -68,6 +68,10 @@ def cue_type(span: Span) -> str | None:
     head = root.head
     if span.start > 0 and span.doc[span.start].lower_.strip(".") in PERSON_TITLES:
         return "Person"
+    if len(span) > 1:  # a name's own head noun: "Harbour Trust", "Henrietta Street"
+        named_as = _noun_type(span[-1])
+        if named_as in ("Organization", "Location"):
+            return named_as
     if root.dep_ == "nsubjpass" and head.lemma_.lower() in ("base", "headquarter"):
         return "Organization"
     if root.dep_ == "dobj" and head.lemma_.lower() in FOUNDING_VERBS:

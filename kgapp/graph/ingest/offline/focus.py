@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from kgapp.graph.ingest.offline.entities import Mention
-from kgapp.graph.ingest.offline.vocabulary import GROUP_HEADS
+from kgapp.graph.ingest.offline.vocabulary import GROUP_HEADS, ORGANIZATION_HEADS
 
 if TYPE_CHECKING:
     from spacy.tokens import Token
@@ -68,8 +68,10 @@ class Focus:
         """Whom a third-person pronoun stands for; `other_than`: not this name (the
         clause's subject)."""
         lower = token.lower_
-        if lower in PERSONAL:  # NER leaves many a person's name untyped, or mistyped
-            found = self._latest(token, frozenset({"Person", "Entity"}), other_than)
+        if lower in PERSONAL:  # a person; else a name NER left untyped, or mistyped
+            found = self._latest(token, frozenset({"Person"}), other_than) or self._latest(
+                token, frozenset({"Person", "Entity"}), other_than, first_names=True
+            )
             return replace(found, entity_type="Person") if found is not None else None
         if lower in NEUTER:
             return self._latest(token, NEUTER_TYPES, other_than)
@@ -86,7 +88,7 @@ class Focus:
             if not self.groups:
                 return None
             return self._organization_near(root, self.groups) or self.top_organization(self.groups)
-        if lemma in COMPANY_WORDS or lemma in GROUP_HEADS:
+        if lemma in COMPANY_WORDS or lemma in GROUP_HEADS or lemma in ORGANIZATION_HEADS:
             return self._organization_near(root) or self.top_organization()
         if lemma in PLACE_WORDS:
             return self._latest(root, frozenset({"Location"}))
@@ -115,18 +117,22 @@ class Focus:
         most = max(counts.values())
         return next(n.mention for n in reversed(self.notes) if counts.get(n.mention.name) == most)
 
-    def _latest(self, token: Token, types: frozenset[str], other_than: str = "") -> Mention | None:
+    def _latest(
+        self, token: Token, types: frozenset[str], other_than: str = "", first_names: bool = False
+    ) -> Mention | None:
         """The latest mention of `types` before `token`; for a subject pronoun, the
         latest that was a subject too, when there is one ("Corran no longer owns a
         vessel; it charters boats from ...": Corran, not the vessel's buyer)."""
-        found = list(self._candidates(token, types, other_than))
+        found = list(self._candidates(token, types, other_than, first_names))
         if token.dep_ in ("nsubj", "nsubjpass"):
             subject = next((n for n in found if n.verb is not None), None)
             if subject is not None:
                 return subject.mention
         return found[0].mention if found else None
 
-    def _candidates(self, token: Token, types: frozenset[str], other_than: str) -> Iterator[Noted]:
+    def _candidates(
+        self, token: Token, types: frozenset[str], other_than: str, first_names: bool = False
+    ) -> Iterator[Noted]:
         governor = token.head.head.i if token.dep_ == "pobj" else token.head.i
         for noted in reversed(self.notes):
             if noted.turn < self.turn - self.reach:
@@ -136,7 +142,7 @@ class Focus:
             name = noted.mention.name
             kind = noted.mention.entity_type
             # A first name NER took for an organisation ("Ines") can still be she.
-            first_name = "Person" in types and kind == "Organization" and " " not in name
+            first_name = first_names and kind == "Organization" and " " not in name
             if (
                 (kind not in types and not first_name)
                 or name in self.speakers

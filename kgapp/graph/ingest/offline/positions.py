@@ -15,6 +15,7 @@ from kgapp.graph.ingest.offline.roles import (
     LEADING,
     SITING,
     Role,
+    appointed,
     described_places,
     former,
     hosts,
@@ -106,6 +107,9 @@ class PositionReader(FactRecorder):
         stated = stated_role(verb)
         if stated is None:
             return False
+        chosen = appointed(verb)  # "the members elected Tobias Rennard as chair"
+        if chosen is not None:
+            holder = self._mention(chosen) or holder
         if holder.entity_type not in ("Person", "Entity") or not (
             holder.named or holder.speaker_pronoun
         ):

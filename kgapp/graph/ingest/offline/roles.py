@@ -233,3 +233,11 @@ def former(noun: Token) -> bool:
     return any(
         t.lower_ in ("previously", "formerly", *FORMER) for t in noun.subtree if t.i < noun.i
     )
+
+
+def appointed(verb: Token) -> Token | None:
+    """Who "elected", "appointed", "named" or "hired" makes the holder: "the members
+    elected Tobias Rennard as chair"."""
+    if verb.lemma_.lower() not in ("elect", "appoint", "name", "hire", "promote", "make"):
+        return None
+    return next((c for c in verb.children if c.dep_ == "dobj"), None)

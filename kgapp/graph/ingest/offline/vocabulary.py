@@ -95,7 +95,8 @@ ORGANIZATION_HEADS = _wordset(
     network community operator developer maker manufacturer provider retailer supplier
     producer publisher consultancy carrier airline brewery distributor chain start-up
     cooperative co-op outfit label lab laboratory corporation conglomerate insurer
-    broker agency subsidiary"""
+    broker agency subsidiary trust fund cooperative boatyard shipyard yard works mill
+    brewery"""
 )
 # Organizations one is a member of rather than employed by.
 GROUP_HEADS = _wordset(
