@@ -13,6 +13,7 @@ from kgapp.graph.ingest.offline.phrases import modifiers, phrase_tokens
 from kgapp.graph.ingest.offline.positions import PositionReader
 from kgapp.graph.ingest.offline.roles import (
     EMPLOYMENT,
+    appointed,
     kin_relation,
     role_of,
     sited,
@@ -148,6 +149,10 @@ class Reader(PositionReader):
         if not subjects and dropped_first_person(verb) and self.turn.speaker:
             speaker = self.turn.speaker
             subjects = [Mention(speaker, "Person", speaker, speaker_pronoun=True, weak=True)]
+        chosen = appointed(verb)  # "the members elected Tobias Rennard as chair"
+        if not subjects and chosen is not None and (holder := self._mention(chosen)):
+            self._position(verb, holder)
+            return
         if not subjects or self._position(verb, subjects[0]):
             return
         if future(verb) and not all(s.speaker_pronoun for s in subjects):
