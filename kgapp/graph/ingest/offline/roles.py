@@ -105,8 +105,9 @@ def stated_role(verb: Token) -> tuple[str, Role] | None:
 
 
 def _joined_organization(verb: Token) -> Token | None:
-    """ "joined Acme as CTO", "is going to Helix Health as VP": where the position is."""
-    for child in verb.children:
+    """ "joined Acme as CTO", "is going to Helix Health as VP": where the position is
+    (not "elected Tobias as chair": there the object is who holds it)."""
+    for child in verb.children if appointed(verb) is None else ():
         if child.dep_ == "dobj" and child.pos_ == "PROPN":
             return child
         if child.dep_ == "prep" and child.lower_ in ("to", "at"):
