@@ -59,6 +59,12 @@ def name_types(docs: list[Doc]) -> dict[str, str]:
             hint = hint_type(span)
             if hint:
                 tally[hint] += HINT_WEIGHT
+        for chunk in doc.noun_chunks:  # names NER missed: "Corran Tidal Works"
+            root = chunk.root
+            if root.pos_ == "PROPN" and not root.ent_type_ and len(chunk) > 1:
+                named_as = _noun_type(chunk[-1])
+                if named_as in ("Organization", "Location"):
+                    votes.setdefault(name_of(chunk).casefold(), Counter())[named_as] += CUE_WEIGHT
     return {name: tally.most_common(1)[0][0] for name, tally in votes.items() if tally}
 
 

@@ -48,6 +48,7 @@ class Focus:
         self.reach = TURNS_BACK[conversation]
         self.speakers: set[str] = set()
         self.groups: frozenset[str] = frozenset()  # casefolded names of bands, clubs
+        self.titles: set[str] = set()  # organisations a heading names: always near
 
     def next_turn(self) -> None:
         self.turn += 1
@@ -58,6 +59,8 @@ class Focus:
         self.notes.append(Noted(self.turn, token.i, mention, verb))
         if mention.entity_type == "Organization":
             self.counts[mention.name] += 3 if title else 1
+            if title:
+                self.titles.add(mention.name)
 
     def settle(self) -> None:
         """This turn's notes in reading order, however they were found."""
@@ -102,7 +105,8 @@ class Focus:
         near: Counter[str] = Counter()
         for noted in self._candidates(token, frozenset({"Organization"}), ""):
             name = noted.mention.name
-            if noted.turn >= self.turn - 1 and (among is None or name.casefold() in among):
+            close = noted.turn >= self.turn - 1 or name in self.titles
+            if close and (among is None or name.casefold() in among):
                 near[name] += self.counts[name]
         if not near:
             return None

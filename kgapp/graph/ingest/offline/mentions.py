@@ -17,6 +17,7 @@ from kgapp.graph.ingest.offline.phrases import (
     names_a_thing,
     phrase_text,
     proper,
+    topic,
     written,
 )
 from kgapp.graph.ingest.offline.syntax import entity_of
@@ -144,6 +145,7 @@ class MentionReader:
             entity_type = self.types.get(name.casefold(), "Entity")
             return Mention(name, entity_type, name, named=True)
         single = len(tokens) == 1 and root.pos_ == "NOUN" and root.lemma_.lower() not in POSTS
+        single = single and topic(root.lemma_)  # "John's grit", "Maria's endurance": no thing
         owner = self._owner(root) if single else None
         if owner is not None:  # "my store" is one store: Gina's
             name = f"{owner}'s {name}"

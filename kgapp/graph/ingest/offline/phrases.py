@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 SPECIFIC_ZIPF = 4.0
 COMMON_ZIPF = 5.5
 # The derivational endings of English abstract nouns: qualities and states.
-ABSTRACT_SUFFIXES = ("ness", "ity", "ment", "hood", "ship", "dom", "ance", "ence", "tude")
+ABSTRACT_SUFFIXES = ("ness", "ity", "ment", "hood", "ship", "dom", "ance", "ence", "tude", "asm")
 
 
 def proper(tokens: list[Token], entity_type: str) -> bool:
