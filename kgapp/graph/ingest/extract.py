@@ -82,6 +82,7 @@ def extract_ahead(ctx: IngestContext, episode: EpisodeInput) -> None:
     if ctx.llm is not None or key in ctx.ahead or not extractor.available:
         return
     messages = [replace(m, text=visible_text(m.text)) for m in episode.turns]
+    before = _previous_chunk(ctx, episode)
 
     def run() -> Extraction:
         if messages:
@@ -90,7 +91,9 @@ def extract_ahead(ctx: IngestContext, episode: EpisodeInput) -> None:
             )
         else:
             extraction = extractor.extract(
-                visible_text(episode.content), reference_time=episode.reference_time
+                visible_text(episode.content),
+                reference_time=episode.reference_time,
+                context=visible_text(before),
             )
         names = list(dict.fromkeys(display_name(e.name) for e in extraction.entities))
         names = [n for n in names if n and n not in ctx.name_vectors]
@@ -100,6 +103,17 @@ def extract_ahead(ctx: IngestContext, episode: EpisodeInput) -> None:
         return extraction
 
     ctx.ahead[key] = asyncio.ensure_future(asyncio.to_thread(run))
+
+
+def _previous_chunk(ctx: IngestContext, episode: EpisodeInput) -> str:
+    """The document's chunk read before this one in the job ("" for the first, and for
+    episodes of no document); remembers this one for the next."""
+    if episode.document is None or episode.source != "chunk":
+        return ""
+    key = record_key(episode.document)
+    before = ctx.previous_text.get(key, "")
+    ctx.previous_text[key] = episode.content
+    return before
 
 
 def _ahead_key(episode: EpisodeInput) -> str:

@@ -150,6 +150,9 @@ class IngestContext:
     # episode, and the name vectors computed with them, by name.
     ahead: dict[str, asyncio.Future[Any]] = field(default_factory=dict)
     name_vectors: dict[str, list[float]] = field(default_factory=dict)
+    # The text of each document's chunk last sent to the offline extractor: the next
+    # chunk is read after it (who "she" is, which company "the company" is).
+    previous_text: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass

@@ -220,3 +220,15 @@ def test_talking_to_someone_and_where_an_act_happened_are_no_facts(extractor) ->
         speakers=("Ria", "Tom"),
     )
     assert triples(found) == {("Ria", "VOLUNTEER_AT", "food bank")}
+
+
+def test_the_chunk_before_says_who_she_is_but_gives_no_facts(extractor) -> None:
+    found = extractor.extract(
+        "## Brackwater Ferries > Changes\n\nIn 2021 she stepped down as chief executive.",
+        reference_time=COMPILED,
+        context="## Brackwater Ferries > Founding\n\nIn 2016 Oona Pettersen founded Brackwater "
+        "Ferries. She became its first chief executive.",
+    )
+    assert triples(found) == {("Oona Pettersen", "CEO_OF", "Brackwater Ferries")}
+    (ended,) = found.facts
+    assert ended.valid_at is None and day(ended.invalid_at) == "2021-01-01"

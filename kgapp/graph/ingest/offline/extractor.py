@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib.util
 import threading
 from collections.abc import Iterable
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -128,16 +129,23 @@ class OfflineExtractor:
         return f"offline NLP (spaCy {meta.get('lang')}_{meta.get('name')} {meta.get('version')})"
 
     def extract(
-        self, content: str, *, reference_time: datetime, speakers: Iterable[str] = ()
+        self,
+        content: str,
+        *,
+        reference_time: datetime,
+        speakers: Iterable[str] = (),
+        context: str = "",
     ) -> Extraction:
         """Entities and facts of `content` (see the module docstring), one text; with
         `speakers`, a conversation in `speaker: text` lines (as `extract_conversation`
-        takes it once they are read). Raises ExtractorUnavailable when the pipeline
-        cannot load."""
+        takes it once they are read). `context`: the text before it (a document's
+        previous chunk), read for who and what is in focus, never for facts. Raises
+        ExtractorUnavailable when the pipeline cannot load."""
         if any(s.strip() for s in speakers):
             messages = parse_message_lines(content)
             return self.extract_conversation(messages, reference_time=reference_time, cast=speakers)
-        return self._extract(text_turns(content), [], reference_time)
+        before = [replace(t, context=True) for t in text_turns(context)] if context else []
+        return self._extract([*before, *text_turns(content)], [], reference_time)
 
     def extract_conversation(
         self,

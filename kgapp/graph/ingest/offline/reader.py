@@ -76,7 +76,8 @@ class Reader(PositionReader):
         for span in doc.ents:
             named = self._named(span)
             if named is not None:
-                self.entities.add(named.name, named.entity_type, 2)
+                if not turn.context:
+                    self.entities.add(named.name, named.entity_type, 2)
                 self.focus.note(span.root, named, title=turn.heading)
         for chunk in doc.noun_chunks:  # names NER missed ("Ivo Rask joined the band")
             root = chunk.root
@@ -85,6 +86,10 @@ class Reader(PositionReader):
                 if found is not None and found.named:  # no entity until a fact needs it
                     self.focus.note(root, found, title=turn.heading)
         self.focus.settle()
+        if turn.context:
+            for sentence in doc.sents:
+                self.dating.sentence(sentence)
+            return
         if turn.heading:
             return
         for span in doc.ents:

@@ -31,6 +31,7 @@ class Turn:
     when: datetime | None = None  # the message's own time
     heading: bool = False  # a title line: it dates its section, it states no facts
     paragraph: bool = True  # the first turn of a paragraph (dates stated before lapse)
+    context: bool = False  # text before the episode's own: read for focus, not facts
 
 
 def text_turn(content: str) -> Turn:
