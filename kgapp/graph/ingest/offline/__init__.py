@@ -35,8 +35,8 @@ What it finds, per turn (a message; a text's heading, paragraph or list item):
   hedged ("might", "probably"), reported ("she thinks", "according to", "rumour has
   it") clauses, predictions about someone else ("you'll love Lisbon"), and memories of
   an undated past ("when I was a kid").
-Limits: no gender, so "she" is the latest person in focus, whoever she is; each episode
-is read alone, so a section's "she" cannot reach a name in another section; the small
+Limits: no gender, so "she" is the latest person in focus, whoever she is; an episode is
+read after its document's chunk before it (`extract(context=...)`), no further; the small
 English pipeline's parse and NER mistakes are the extractor's; English only. It needs
 spaCy and a pipeline package (`OfflineExtractor.problem` says which).
 
