@@ -95,12 +95,14 @@ class PositionReader(FactRecorder):
         return True
 
     def _when(self, verb: Token) -> datetime | None:
-        named = self.dating.clause(clause_text(verb), future=future(verb), past=past(verb))
-        return named.start if named else None
+        return self._times(verb)[0]
 
-    def _until(self, verb: Token) -> datetime | None:
-        named = self.dating.until(clause_text(verb))
-        return named.start if named else None
+    def _times(self, verb: Token) -> tuple[datetime | None, datetime | None]:
+        """When the clause's fact began, and the end it states ("until 2023")."""
+        text = clause_text(verb)
+        began = self.dating.clause(text, future=future(verb), past=past(verb))
+        ends = self.dating.until(text)
+        return (began.start if began else None), (ends.start if ends else None)
 
     def _position(self, verb: Token, holder: Mention) -> bool:
         """A clause about a position held (roles.py): True when it said nothing else."""
@@ -115,7 +117,7 @@ class PositionReader(FactRecorder):
         ):
             return True  # "the CEO left", "the festival moved": no one's position
         how, role = stated
-        when = self._when(verb)
+        when, until = self._times(verb)
         if how == "succeed":
             self._succession(verb, holder, role, when)
         elif how == "end":
@@ -125,7 +127,6 @@ class PositionReader(FactRecorder):
         else:
             organization = self._organization(role.organization)
             if organization is not None:
-                until = self._until(verb)
                 ended = no_longer(verb)
                 self._position_fact(
                     holder, role.relation, role.words, organization, when, ended=ended, until=until

@@ -73,12 +73,11 @@ class Reader(PositionReader):
         self.turn = turn
         self.dating.enter(turn)
         self.focus.next_turn()
-        for span in doc.ents:
-            named = self._named(span)
-            if named is not None:
-                if not turn.context:
-                    self.entities.add(named.name, named.entity_type, 2)
-                self.focus.note(span.root, named, title=turn.heading)
+        names = [(span, named) for span in doc.ents if (named := self._named(span)) is not None]
+        for span, named in names:
+            if not turn.context:
+                self.entities.add(named.name, named.entity_type, 2)
+            self.focus.note(span.root, named, title=turn.heading)
         for chunk in doc.noun_chunks:  # names NER missed ("Ivo Rask joined the band")
             root = chunk.root
             if root.pos_ == "PROPN" and not root.ent_type_:
@@ -92,9 +91,8 @@ class Reader(PositionReader):
             return
         if turn.heading:
             return
-        for span in doc.ents:
-            named = self._named(span)
-            if named is not None and not is_question(span.sent):
+        for span, named in names:
+            if not is_question(span.sent):
                 self._appositions(span, named)
         for chunk in doc.noun_chunks:
             if chunk.root.lower_ not in RELATIONAL:
@@ -224,14 +222,10 @@ class Reader(PositionReader):
             return
         if not self._says_something(verb, subject, obj, target):
             return
-        name = _joined(
-            relation_name(relation),
-            obj,
-            obj.name.casefold() in self.groups or target.lemma_.lower() in GROUP_HEADS,
-        )
         group = obj.name.casefold() in self.groups or target.lemma_.lower() in GROUP_HEADS
+        name = _joined(relation_name(relation), obj, group)
         ending = _ended(name, obj, group) or (name if no_longer(verb) else None)
-        when = self._when(verb)
+        when, until = self._times(verb)
         if ending == EMPLOYMENT:  # leaving a job ends the positions held there
             for relation, _, place in self.held.get(subject.name.casefold(), []):
                 if place.name == obj.name:
@@ -239,7 +233,6 @@ class Reader(PositionReader):
         if ending and self._close(subject, ending, obj, when):
             return
         sentence = fact_sentence(verb, subject, obj, target, pieces, self.turn)
-        until = self._until(verb)
         self._record(subject, ending or name, obj, sentence, when, ended=bool(ending), until=until)
 
 

@@ -34,11 +34,6 @@ class Turn:
     context: bool = False  # text before the episode's own: read for focus, not facts
 
 
-def text_turn(content: str) -> Turn:
-    """Content that is no conversation, as one turn without a speaker."""
-    return Turn(None, None, PHOTO.sub("", content))
-
-
 def text_turns(content: str) -> list[Turn]:
     """Content that is no conversation, as turns without a speaker: each heading line,
     each list item and each paragraph (lines between blank lines) a turn of its own,
