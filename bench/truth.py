@@ -97,7 +97,7 @@ import sys
 import tempfile
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
-from dataclasses import astuple, dataclass, field
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -116,6 +116,7 @@ from bench.truth_gold import (  # noqa: E402
     GoldText,
     ProductGraph,
     Score,
+    aligned,
     gold_load,
     half_of,
     misses,
@@ -269,11 +270,7 @@ def score_table(rows: dict[str, Score]) -> list[str]:
                        for name, s in rows.items())]
     table.append(("target", "", *(f.target for f in FIGURES)))
     table.append(("overall met", "", *(f.met(rows["overall"]) for f in FIGURES)))
-    widths = [max(len(row[i]) for row in table) for i in range(len(header))]
-    lines = ["  " + "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True))
-             for row in table]
-    lines.insert(1, "  " + "  ".join("-" * w for w in widths))
-    return lines
+    return aligned(table)
 
 
 def gold_report(results: list[TextResult]) -> dict[str, Any]:
@@ -294,8 +291,8 @@ def gold_report(results: list[TextResult]) -> dict[str, Any]:
 
 
 def _figures(score: Score) -> dict[str, Any]:
-    counts = dict(zip(Score.__dataclass_fields__, astuple(score), strict=True))
-    return {"counts": counts, "figures": {f.label.strip(): f.value(score) for f in FIGURES}}
+    figures = {f.label.strip(): f.value(score) for f in FIGURES}
+    return {"counts": score.as_dict(), "figures": figures}
 
 
 # --- Re-DocRED and the reading sample --------------------------------------------------

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from dataclasses import astuple, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import snowballstemmer
 
@@ -326,8 +326,26 @@ def fact_matches(fact: ProductFact, gold: GoldFact, text: GoldText) -> bool:
     return gold.family in SYMMETRIC and bool(ends[1] & subject and ends[0] & obj)
 
 
+class Counts:
+    """Counts that add field by field (a dataclass of ints), and read as a dict."""
+
+    def __add__(self, other: Self) -> Self:
+        return type(self)(*(a + b for a, b in zip(astuple(self), astuple(other), strict=True)))
+
+    def as_dict(self) -> dict[str, int]:
+        return dict(zip(self.__dataclass_fields__, astuple(self), strict=True))  # type: ignore[attr-defined]
+
+
+def aligned(rows: list[tuple[str, ...]]) -> list[str]:
+    """Rows as left-aligned columns, a rule under the first (the header)."""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines = ["  " + "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) for row in rows]
+    lines.insert(1, "  " + "  ".join("-" * w for w in widths))
+    return lines
+
+
 @dataclass(frozen=True)
-class Score:
+class Score(Counts):
     """Counts over one or more texts; the figures are ratios of them."""
 
     texts: int = 0
@@ -347,9 +365,6 @@ class Score:
     endings_any: int = 0
     non_facts: int = 0
     non_facts_current: int = 0
-
-    def __add__(self, other: Score) -> Score:
-        return Score(*(a + b for a, b in zip(astuple(self), astuple(other), strict=True)))
 
 
 Matches = list[tuple[GoldFact, list[ProductFact]]]

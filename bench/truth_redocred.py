@@ -10,10 +10,12 @@ import re
 import time
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import astuple, dataclass
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+from bench.truth_gold import Counts, aligned
 
 # Wikipedia paragraphs hold no dates of their own to resolve against; any fixed time
 # will do, and a fixed one keeps runs comparable.
@@ -129,7 +131,7 @@ def clusters_named(item: Item, name: str) -> frozenset[int]:
 
 
 @dataclass(frozen=True)
-class RedocredScore:
+class RedocredScore(Counts):
     """Counts over one or more items; the figures are ratios of them."""
 
     items: int = 0
@@ -146,9 +148,6 @@ class RedocredScore:
     facts_between: int = 0
     facts_between_related: int = 0
     facts_unannotated: int = 0
-
-    def __add__(self, other: RedocredScore) -> RedocredScore:
-        return RedocredScore(*(a + b for a, b in zip(astuple(self), astuple(other), strict=True)))
 
 
 def score_item(
@@ -267,17 +266,14 @@ def redocred_table(halves: dict[str, RedocredScore]) -> list[str]:
             f"{'<=' if figure.at_most else '>='} {figure.target * 100:.0f}%")
         cells = [_cell(figure, score) for score in halves.values()]
         rows.append((figure.label, *cells, target, figure.met(figure.value(halves["heldout"]))))
-    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
-    lines = ["  " + "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) for row in rows]
-    lines.insert(1, "  " + "  ".join("-" * w for w in widths))
-    return lines
+    return aligned(rows)
 
 
 def redocred_figures(halves: dict[str, RedocredScore]) -> dict[str, Any]:
     """The figures and counts of each half, for --json."""
     return {
         name: {
-            "counts": dict(zip(RedocredScore.__dataclass_fields__, astuple(score), strict=True)),
+            "counts": score.as_dict(),
             "figures": {f.label.strip(): f.value(score) for f in FIGURES},
         }
         for name, score in halves.items()
