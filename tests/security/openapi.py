@@ -81,6 +81,19 @@ class Operation:
             return None
         return example(self.components, self.body_schema)
 
+    def moments(self) -> list[Moment]:
+        """Every place this operation takes a moment: date-time query parameters and
+        date-time fields of its JSON body, however deep."""
+        found = [
+            Moment((p.name,), "query")
+            for p in self.query_params()
+            if p.schema.get("format") == "date-time"
+        ]
+        if self.body_kind is not None and self.body_schema is not None:
+            paths = moment_paths(self.components, self.body_schema)
+            found += [Moment(path, self.body_kind) for path in paths]
+        return found
+
     def body_leaves(self) -> list[Leaf]:
         if self.body_kind != "json" or self.body_schema is None:
             return []
@@ -95,6 +108,27 @@ class Leaf:
     schema: dict[str, Any]
     enum: tuple[Any, ...] = ()
     is_list: bool = False  # the field is a list of these: send the value as [value]
+
+
+@dataclass(frozen=True)
+class Moment:
+    """Where an operation takes a moment: a query parameter, a path in its JSON body, or
+    a field of its multipart form."""
+
+    path: Path
+    where: str  # "query", "json" or "multipart"
+
+
+def moment_paths(components: dict[str, Any], node: dict[str, Any], prefix: Path = ()) -> Iterator[Path]:
+    node = resolve(components, node)
+    kind = node.get("type")
+    if kind == "object":
+        for name, sub in node.get("properties", {}).items():
+            yield from moment_paths(components, sub, (*prefix, name))
+    elif kind == "array":
+        yield from moment_paths(components, node.get("items", {}), (*prefix, 0))
+    elif kind == "string" and node.get("format") == "date-time":
+        yield prefix
 
 
 def operations(schema: dict[str, Any]) -> list[Operation]:

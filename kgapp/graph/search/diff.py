@@ -107,9 +107,19 @@ async def _facts_with_a_bound_between(store: TenantStore, request: DiffRequest) 
     only those can be present at one and not the other. Once each."""
     low, high = sorted((request.from_, request.to))
     sql = queries.DIFF_VALID_BOUNDS if request.axis == "valid" else queries.DIFF_KNOWN_BOUNDS
-    starts, ends = await store.query(sql, {"low": low - _SLACK, "high": high + _SLACK})
+    bounds = {"low": _nudged(low, -_SLACK), "high": _nudged(high, _SLACK)}
+    starts, ends = await store.query(sql, bounds)
     unique = {record_key(row["id"]): row for row in (starts or []) + (ends or [])}
     return [as_fact(row) for row in unique.values()]
+
+
+def _nudged(moment: datetime, by: timedelta) -> datetime:
+    """`moment` moved by `by`, or `moment` itself at the ends of what a datetime holds
+    (0001-01-01 and 9999-12-31T23:59:59.999999: nothing lies beyond them to take in)."""
+    try:
+        return moment + by
+    except OverflowError:
+        return moment
 
 
 def _present(fact: Fact, moment: datetime, axis: Axis, now: datetime) -> bool:
