@@ -6,6 +6,7 @@ import base64
 import os
 from hashlib import sha256
 from pathlib import Path
+from typing import Any
 
 import dj_database_url
 from csp.constants import NONE, SELF
@@ -73,10 +74,25 @@ TEMPLATES = [
     },
 ]
 
+def database(url: str) -> dict[str, Any]:
+    """Django's settings for the database at `url`. SQLite (the default) is set up for
+    concurrent writers, as Django's SQLite notes advise: write-ahead logging (readers never
+    wait for a writer), IMMEDIATE transactions (a transaction takes the write lock when it
+    begins, so two cannot deadlock upgrading from a read) and a 20 s busy timeout (a
+    writer waits its turn instead of failing with "database is locked")."""
+    config: dict[str, Any] = dict(dj_database_url.parse(url, conn_max_age=60))
+    if config["ENGINE"] == "django.db.backends.sqlite3":
+        config["OPTIONS"] = {
+            "transaction_mode": "IMMEDIATE",
+            "timeout": SQLITE_BUSY_TIMEOUT,
+            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+        }
+    return config
+
+
+SQLITE_BUSY_TIMEOUT = 20  # seconds
 DATABASES = {
-    "default": dj_database_url.parse(
-        env.text("DATABASE_URL", f"sqlite:///{VAR_DIR / 'kgapp.sqlite3'}"), conn_max_age=60
-    )
+    "default": database(env.text("DATABASE_URL", f"sqlite:///{VAR_DIR / 'kgapp.sqlite3'}"))
 }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 

@@ -15,8 +15,7 @@ PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 if not env.text("DATABASE_URL"):
     DATABASES = {
         "default": {
-            "ENGINE": "django.db.backends.sqlite3",
-            "NAME": str(VAR_DIR / "kgapp.sqlite3"),
+            **database(f"sqlite:///{VAR_DIR / 'kgapp.sqlite3'}"),  # noqa: F405
             # Per process: two test runs at once must not share (and corrupt) one file.
             "TEST": {"NAME": str(VAR_DIR / f"test-db-{os.getpid()}.sqlite3")},
         }

@@ -13,6 +13,7 @@ from django.core.exceptions import (
     TooManyFilesSent,
     ValidationError,
 )
+from django.db import OperationalError as DatabaseBusy
 from django.http import HttpRequest, HttpResponse
 from django.http.multipartparser import MultiPartParserError
 from ninja import NinjaAPI
@@ -80,6 +81,16 @@ def _graph_down(request: HttpRequest, error: GraphUnavailable) -> HttpResponse:
         request, 503, "The knowledge graph store is unavailable right now; retry in a moment."
     )
     response["Retry-After"] = "5"
+    return response
+
+
+@api.exception_handler(DatabaseBusy)
+def _database_busy(request: HttpRequest, error: DatabaseBusy) -> HttpResponse:
+    """The relational store (users, tenants, memberships) timed out waiting for a lock or
+    could not be reached: the request changed nothing, and can be sent again."""
+    logger.warning("database unavailable: %s", error)
+    response = _error(request, 503, "The database is busy or unavailable; retry in a moment.")
+    response["Retry-After"] = "2"
     return response
 
 
