@@ -47,8 +47,8 @@ faults: setup ## Faults, long run: the worker SIGKILLed at 20 points of a 100-ep
 restarts: setup ## Restarts, long run: SurrealDB and Redis restarted 5 times each mid-ingest
 	.venv/bin/python -m pytest bench/restarts.py -s -q -p no:cacheprovider
 
-fuzz: setup ## API fuzz, long run: 10,000 schemathesis cases, authenticated (FUZZ_CASES=n)
-	KG_VAR_DIR=var/fuzz KG_FUZZ_CASES=$(or $(FUZZ_CASES),10000) .venv/bin/python -m pytest \
+fuzz: setup ## API fuzz, long run: 10,000 schemathesis cases by 4 loops at once, authenticated (FUZZ_CASES=n FUZZ_WORKERS=n)
+	KG_VAR_DIR=var/fuzz KG_FUZZ_CASES=$(or $(FUZZ_CASES),10000) KG_FUZZ_WORKERS=$(or $(FUZZ_WORKERS),4) .venv/bin/python -m pytest \
 	  tests/security/test_api_fuzz.py -k fuzzing -q -p no:cacheprovider --timeout 0
 
 injection: setup ## SurrealQL injection, long run: every payload in every text field and id

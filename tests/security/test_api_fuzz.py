@@ -8,7 +8,8 @@ to the app in-process (WSGI) with an owner's bearer token. Three checks on every
   without credentials and with wrong ones.
 
 The suite runs a short pass (KG_FUZZ_CASES unset: FUZZ_EXAMPLES per operation and
-mode); `make fuzz` runs KG_FUZZ_CASES (10,000) cases spread over the operations.
+mode); `make fuzz` runs KG_FUZZ_CASES (10,000) cases spread over the operations, with
+KG_FUZZ_WORKERS (4) requests in flight at once, as a server's workers take them.
 Every failure is listed with a curl line that reproduces it.
 """
 
@@ -18,12 +19,14 @@ import math
 import os
 import time
 from collections import Counter
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
 import schemathesis
 from django.core.handlers.wsgi import WSGIHandler
+from django.db import connections
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis.errors import Unsatisfiable
 from schemathesis.checks import not_a_server_error
@@ -39,6 +42,7 @@ CHECKS = [not_a_server_error, response_schema_conformance, ignored_auth]
 MODES = [GenerationMode.POSITIVE, GenerationMode.NEGATIVE]
 FUZZ_EXAMPLES = 4  # per operation and mode in the suite's short pass
 TOTAL = int(os.environ.get("KG_FUZZ_CASES") or 0)
+WORKERS = int(os.environ.get("KG_FUZZ_WORKERS") or 1)  # requests in flight at once
 
 
 @dataclass
@@ -49,8 +53,15 @@ class Run:
     seconds: float = 0.0
     impossible: list[str] = field(default_factory=list)  # nothing to make invalid (no input)
 
+    pool: ThreadPoolExecutor | None = None  # sends the requests when WORKERS > 1
+    pending: list[tuple[str, Any, dict[str, str], Future[Any]]] = field(default_factory=list)
+
     def fail(self, title: str, line: str) -> None:
         self.failures.setdefault(title, []).append(line)
+
+    def check_oldest(self) -> None:
+        label, case, headers, sent = self.pending.pop(0)
+        _check(label, case, headers, sent.result(), self)
 
 
 class Credentials:
@@ -76,7 +87,38 @@ def fuzz(schema: Any, slug: str, credentials: Credentials, per_operation: int, r
         fixed = {"tenant": slug} if "{tenant}" in operation.path else None
         for mode in MODES:
             _fuzz_operation(operation, mode, fixed, credentials, per_operation, run)
+    while run.pending:
+        run.check_oldest()
     run.seconds += time.perf_counter() - started
+
+
+def _call(case: Any, headers: dict[str, str]) -> Any:
+    try:
+        return case.call(headers=headers)
+    except (Exception, BaseExceptionGroup) as error:  # noqa: BLE001  (recorded by _check)
+        return error
+
+
+def _sent(case: Any, headers: dict[str, str]) -> Any:
+    """One request from a pool thread, which then gives its database connection back
+    (as the request of a server's worker thread ends)."""
+    try:
+        return _call(case, headers)
+    finally:
+        connections.close_all()
+
+
+def _check(label: str, case: Any, headers: dict[str, str], response: Any, run: Run) -> None:
+    try:
+        if isinstance(response, BaseException):
+            raise response
+        run.statuses[response.status_code] += 1
+        case.validate_response(response, checks=CHECKS, headers=headers)
+    except (Exception, BaseExceptionGroup) as error:  # noqa: BLE001  (recorded; the run goes on)
+        for failure in getattr(error, "exceptions", [error]):
+            title = getattr(failure, "title", type(failure).__name__)
+            curl = case.as_curl_command(headers={"Authorization": "Bearer $TOKEN"})
+            run.fail(f"{label}: {title}", f"{str(failure)[:300]}\n    {curl[:600]}")
 
 
 def _fuzz_operation(
@@ -96,15 +138,15 @@ def _fuzz_operation(
     def one(case: Any) -> None:
         headers = credentials.headers()
         run.cases += 1
-        try:
-            response = case.call(headers=headers)
-            run.statuses[response.status_code] += 1
-            case.validate_response(response, checks=CHECKS, headers=headers)
-        except (Exception, BaseExceptionGroup) as error:  # noqa: BLE001  (recorded; the run goes on)
-            for failure in getattr(error, "exceptions", [error]):
-                title = getattr(failure, "title", type(failure).__name__)
-                curl = case.as_curl_command(headers={"Authorization": "Bearer $TOKEN"})
-                run.fail(f"{operation.label}: {title}", f"{str(failure)[:300]}\n    {curl[:600]}")
+        if run.pool is None:
+            _check(operation.label, case, headers, _call(case, headers), run)
+            return
+        # Sent by a pool thread while the next cases are drawn; checked here, in order,
+        # once WORKERS requests are in flight (Hypothesis and schemathesis stay on this
+        # thread: their generators are not thread-safe).
+        run.pending.append((operation.label, case, headers, run.pool.submit(_sent, case, headers)))
+        while len(run.pending) > WORKERS:
+            run.check_oldest()
 
     try:
         one()
@@ -121,6 +163,8 @@ def test_fuzzing_finds_no_server_error_schema_violation_or_ignored_auth(
     schema = schemathesis.openapi.from_wsgi("/api/openapi.json", WSGIHandler())
     operations = [r.ok() for r in schema.get_all_operations()]
     credentials, run = Credentials(owner), Run()
+    if WORKERS > 1:
+        run.pool = ThreadPoolExecutor(WORKERS, thread_name_prefix="fuzz")
     fuzz(schema, tenant.slug, credentials, FUZZ_EXAMPLES, run)
     rounds = 1
     # Operations with little input to vary (no parameters, an enum) run out of new cases
@@ -131,11 +175,13 @@ def test_fuzzing_finds_no_server_error_schema_violation_or_ignored_auth(
         fuzz(schema, tenant.slug, credentials, per_operation, run)
         rounds += 1
         assert run.cases > before, "no new cases: every operation ran out of inputs"
+    if run.pool is not None:
+        run.pool.shutdown()
     with capsys.disabled():
         failed = sum(len(v) for v in run.failures.values())
         print(
             f"\nfuzz: {run.cases} cases over {len(operations)} operations, valid and invalid"
-            f" ({rounds} round{'s' if rounds > 1 else ''}), {failed} failures"
+            f" ({rounds} round{'s' if rounds > 1 else ''}, {WORKERS} at once), {failed} failures"
             f" in {len(run.failures)} kinds, {run.seconds:.1f} s;"
             f" statuses {dict(sorted(run.statuses.items()))}"
         )
