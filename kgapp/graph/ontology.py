@@ -15,8 +15,10 @@ Aliases map variant relation names (EMPLOYED_BY) onto the declared one (WORKS_AT
 
 from __future__ import annotations
 
+import re
+from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from surrealdb.data.types.record_id import RecordID
@@ -26,6 +28,8 @@ from kgapp.graph.records import record_key
 from kgapp.graph.store import TenantStore
 from kgapp.graph.text import relation_name
 
+NAME_MAX = 80  # characters in a type's, relation's or alias's name, as stored
+ENTITY_TYPE_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_ ]*")
 GENERIC_ENTITY_TYPE = "Entity"
 GENERIC_RELATION = "RELATED_TO"
 # Types that give way to any more specific one, the broadest last (the ranks of
@@ -47,10 +51,17 @@ class RelationType:
     aliases: tuple[str, ...] = ()
 
 
+class OntologyInvalid(ValueError):
+    """An ontology that cannot be used; the message names each problem."""
+
+
 @dataclass(frozen=True)
 class Ontology:
     entity_types: tuple[EntityType, ...]
     relation_types: tuple[RelationType, ...]
+    # Why this (the default) stands in for the tenant's stored ontology, which no longer
+    # loads; empty when the ontology is the one the tenant has (or the default by choice).
+    fallback: str = field(default="", compare=False)
     _relations: dict[str, RelationType] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -162,11 +173,19 @@ DEFAULT_ONTOLOGY = Ontology(
 
 
 async def ontology_load(store: TenantStore) -> Ontology:
-    """The tenant's ontology; the default one until the tenant defines its own."""
+    """The tenant's ontology; the default one until the tenant defines its own. A stored
+    one that no longer loads (written before a rule it breaks) never stops reads or
+    ingestion: the default stands in, and `fallback` says why."""
     rows: list[dict[str, Any]] = await store.query_one(queries.ONTOLOGY_ALL) or []
     if not rows:
         return DEFAULT_ONTOLOGY
-    return ontology_from_rows(rows)
+    try:
+        stored = ontology_from_rows(rows)
+        ontology_check(stored)
+    except (OntologyInvalid, KeyError, TypeError) as error:
+        reason = f"The tenant's ontology could not be loaded ({error}); the default is in use"
+        return replace(DEFAULT_ONTOLOGY, fallback=f"{reason} until a valid one is saved.")
+    return stored
 
 
 def ontology_from_rows(rows: list[dict[str, Any]]) -> Ontology:
@@ -187,6 +206,38 @@ def ontology_from_rows(rows: list[dict[str, Any]]) -> Ontology:
             if r["kind"] == "relation_type"
         ),
     )
+
+
+def ontology_check(ontology: Ontology) -> None:
+    """Raises OntologyInvalid naming every problem: names too long once in their stored
+    form (a relation name is stored UPPER_SNAKE, with R_ before a leading digit), an
+    entity type name that is not a word, and names given twice."""
+    problems = []
+    for entity_type in ontology.entity_types:
+        if not ENTITY_TYPE_NAME.fullmatch(entity_type.name) or len(entity_type.name) > NAME_MAX:
+            problems.append(
+                f"entity type {entity_type.name[:NAME_MAX]!r} must be a letter then letters,"
+                f" digits, spaces or _, at most {NAME_MAX} characters"
+            )
+    for relation in ontology.relation_types:
+        for name in (relation.name, *map(relation_name, relation.aliases)):
+            if len(name) > NAME_MAX:
+                problems.append(
+                    f"relation {name[:20]}... is {len(name)} characters as stored"
+                    f" (UPPER_SNAKE); the limit is {NAME_MAX}"
+                )
+    problems += _repeated("entity type", [t.name for t in ontology.entity_types])
+    problems += _repeated("relation", [r.name for r in ontology.relation_types])
+    if problems:
+        raise OntologyInvalid("; ".join(problems))
+
+
+def _repeated(kind: str, names: list[str]) -> list[str]:
+    return [
+        f"{kind} {name!r} is given more than once (relation names compare in UPPER_SNAKE form)"
+        for name, count in sorted(Counter(names).items())
+        if count > 1
+    ]
 
 
 def ontology_rows(ontology: Ontology) -> list[dict[str, Any]]:
@@ -212,7 +263,9 @@ def ontology_rows(ontology: Ontology) -> list[dict[str, Any]]:
 
 
 async def ontology_save(store: TenantStore, ontology: Ontology) -> None:
-    """Replace the tenant's ontology as a whole, atomically."""
+    """Replace the tenant's ontology as a whole, atomically; OntologyInvalid, with
+    nothing written, if it would not load again."""
+    ontology_check(ontology)
     await store.transaction(queries.ONTOLOGY_REPLACE, {"rows": ontology_rows(ontology)})
 
 

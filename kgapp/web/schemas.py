@@ -320,15 +320,24 @@ class EntityTypeIO(Schema):
 
 
 class RelationTypeIO(Schema):
-    name: str = Field(min_length=1, max_length=80)
+    name: str = Field(min_length=1, max_length=80, description="stored UPPER_SNAKE")
     description: str = Field(default="", max_length=500)
     single_valued: bool = False
-    aliases: list[str] = Field(default_factory=list, max_length=50)
+    aliases: list[Annotated[str, Field(min_length=1, max_length=80)]] = Field(
+        default_factory=list, max_length=50
+    )
 
 
 class OntologyIO(Schema):
     entity_types: list[EntityTypeIO] = Field(max_length=200)
     relation_types: list[RelationTypeIO] = Field(max_length=500)
+
+
+class OntologyOut(OntologyIO):
+    notice: str | None = Field(
+        default=None,
+        description="set when the default stands in for a stored ontology that no longer loads",
+    )
 
 
 class GraphRecord(BaseModel):

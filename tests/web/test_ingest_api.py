@@ -217,3 +217,51 @@ def test_message_episodes_need_speakers(editor) -> None:
     response = post_json(client, f"/api/v1/t/{tenant.slug}/episodes",
                          {"content": "no speaker on this line", "source": "message"})
     assert response.status_code == 422 and "Line 1 has no speaker" in response.json()["detail"]
+
+
+def test_an_ontology_that_would_not_load_is_refused_and_nothing_saved(make_tenant, member, token_client) -> None:
+    tenant = make_tenant()
+    curator = token_client(member(tenant, Role.CURATOR))
+    url = f"/api/v1/t/{tenant.slug}/ontology"
+    before = curator.get(url).json()
+    for bad, says in [
+        ({"name": "0" * 79}, "R_000"),  # stored as R_ and 79 zeros: 81 characters
+        ({"name": "works at", "aliases": ["a" * 81]}, "at most 80 characters"),
+        ({"name": "works at", "aliases": ["9" * 80]}, "the limit is 80"),
+    ]:
+        put = curator.put(url, data=json.dumps({"entity_types": [{"name": "Person"}],
+                                                "relation_types": [bad]}), content_type="application/json")
+        assert put.status_code == 422, put.content
+        assert says in put.json()["detail"], put.json()
+        assert curator.get(url).json() == before
+
+
+def test_a_stored_ontology_that_no_longer_loads_gives_way_to_the_default(
+    make_tenant, member, token_client, eager
+) -> None:
+    """Written before a rule it breaks (here: straight into the store), it never stops
+    reads or ingestion: the default stands in, and the page and the job say so."""
+    from kgapp.graph import queries
+
+    tenant = make_tenant()
+    curator = token_client(member(tenant, Role.CURATOR))
+    base = f"/api/v1/t/{tenant.slug}"
+    rows = [{"kind": "relation_type", "name": "0" * 79, "description": "", "single_valued": False,
+             "aliases": []}]
+
+    async def store_directly(store):
+        await store.transaction(queries.ONTOLOGY_REPLACE, {"rows": rows})
+
+    tenant_graph(tenant).run(store_directly)
+    shown = curator.get(f"{base}/ontology")
+    assert shown.status_code == 200, shown.content
+    assert "WORKS_AT" in {r["name"] for r in shown.json()["relation_types"]}
+    assert "could not be loaded" in shown.json()["notice"]
+    queued = post_json(curator, f"{base}/episodes", {"content": "Alice works at Acme Corp."})
+    job = curator.get(f"{base}/jobs/{queued.json()['job_id']}").json()
+    assert job["status"] == "completed", job
+    assert any("could not be loaded" in note for note in job["notes"]), job["notes"]
+    assert curator.get(f"{base}/entities?q=alice").json()
+    good = {"entity_types": [{"name": "Person"}], "relation_types": [{"name": "works at"}]}
+    assert curator.put(f"{base}/ontology", data=json.dumps(good), content_type="application/json").status_code == 200
+    assert curator.get(f"{base}/ontology").json()["notice"] is None

@@ -116,7 +116,7 @@ async def ingest_context(
 ) -> IngestContext:
     """What the stages of a job share: the store, the tenant's ontology, the models
     (`extractor` extracts when there is no LLM; None: the default spaCy pipeline)."""
-    return IngestContext(
+    ctx = IngestContext(
         store=store,
         ontology=await ontology_load(store),
         embedder=embedder,
@@ -124,6 +124,9 @@ async def ingest_context(
         now=datetime.now(UTC),
         extractor=extractor,
     )
+    if ctx.ontology.fallback:
+        ctx.notes.append(ctx.ontology.fallback)
+    return ctx
 
 
 async def ingest_document(

@@ -37,6 +37,7 @@ from kgapp.web.schemas import (
     FactOut,
     JobQueuedOut,
     OntologyIO,
+    OntologyOut,
     RemovalPreviewOut,
     RemovedOut,
     UploadEstimateOut,
@@ -317,32 +318,30 @@ def fact_add(request: HttpRequest, tenant: str, payload: FactIn) -> Status[dict[
     return Status(201 if added.created else 200, FactOut.of(added.fact))
 
 
-@router.get("/t/{tenant}/ontology", response={200: OntologyIO, **DENIED})
+@router.get("/t/{tenant}/ontology", response={200: OntologyOut, **DENIED})
 def ontology_get(request: HttpRequest, tenant: str) -> Any:
+    """The entity and relation types; `notice` says when the default stands in for a
+    stored ontology that no longer loads."""
     access = tenant_access(request.user, tenant)
     current = tenant_graph(access.tenant).run(ontology.ontology_load)
     return _ontology_out(current)
 
 
-@router.put("/t/{tenant}/ontology", response={200: OntologyIO, 422: ErrorOut, **DENIED})
+@router.put("/t/{tenant}/ontology", response={200: OntologyOut, 422: ErrorOut, **DENIED})
 def ontology_put(request: HttpRequest, tenant: str, payload: OntologyIO) -> Any:
-    """Replace the entity and relation types (curator)."""
+    """Replace the entity and relation types (curator); 422, with nothing saved, naming
+    each problem when the ontology would not load."""
     access = tenant_access(request.user, tenant, Role.CURATOR)
     rows = [
         {"kind": "entity_type", **t.dict(), "single_valued": False, "aliases": []}
         for t in payload.entity_types
     ]
     rows += [{"kind": "relation_type", **r.dict()} for r in payload.relation_types]
-    new = ontology.ontology_from_rows(rows)
-    names = [r.name for r in new.relation_types]
-    if len(set(names)) != len(names) or len({t.name for t in new.entity_types}) != len(
-        new.entity_types
-    ):
-        raise HttpError(
-            422, "type names must be unique (relation names compare in UPPER_SNAKE form)"
-        )
     graph = tenant_graph(access.tenant)
-    graph.run(ontology.ontology_save, new)
+    try:
+        graph.run(ontology.ontology_save, ontology.ontology_from_rows(rows))
+    except ontology.OntologyInvalid as error:
+        raise HttpError(422, str(error)) from error
     return _ontology_out(graph.run(ontology.ontology_load))
 
 
@@ -360,6 +359,7 @@ def _ontology_out(current: ontology.Ontology) -> dict[str, Any]:
             }
             for r in current.relation_types
         ],
+        "notice": current.fallback or None,
     }
 
 
