@@ -25,6 +25,12 @@ class LastOwner(TenantAccessError):
     status = 409
 
 
+class TooManyInvitations(TenantAccessError):
+    """The tenant holds as many pending invitations as it may."""
+
+    status = 409
+
+
 class InvitationNotFound(TenantAccessError):
     """No such invitation for this user (someone else's looks the same)."""
 

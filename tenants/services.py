@@ -17,7 +17,7 @@ from kgapp.graph import namespaces, schema
 from kgapp.graph.index import layout as search_index
 from tenants import events
 from tenants.access import check_slug
-from tenants.errors import InvitationNotFound, LastOwner
+from tenants.errors import InvitationNotFound, LastOwner, TooManyInvitations
 from tenants.graph import graph_runtime, migrations, tenant_graph
 from tenants.models import ApiToken, Invitation, Membership, Role, Tenant
 
@@ -137,10 +137,23 @@ def member_invite(
         )
         if membership is not None:
             return membership_set(tenant=tenant, user=membership.user, role=role)
+        _room_for_an_invitation(tenant, username)
         invitation, _ = Invitation.objects.update_or_create(
             tenant=tenant, username=username, defaults={"role": role, "invited_by": invited_by}
         )
     return invitation
+
+
+def _room_for_an_invitation(tenant: Tenant, username: str) -> None:
+    """Refuses (TooManyInvitations) a new invitation past the tenant's cap on pending
+    ones; changing the role of one already pending is always allowed."""
+    pending = Invitation.objects.filter(tenant=tenant)
+    cap = settings.INVITATIONS_MAX_PENDING
+    if not pending.filter(username=username).exists() and pending.count() >= cap:
+        raise TooManyInvitations(
+            f"{tenant.slug!r} has {cap} pending invitations, the most it keeps: withdraw"
+            " some (DELETE /api/v1/t/{tenant}/members/{username}) before inviting more"
+        )
 
 
 def member_uninvite(*, tenant: Tenant, username: str) -> bool:

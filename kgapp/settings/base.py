@@ -91,6 +91,8 @@ def database(url: str) -> dict[str, Any]:
 
 
 SQLITE_BUSY_TIMEOUT = 20  # seconds
+# Invitations a tenant keeps pending at once (409 past it: withdraw some first).
+INVITATIONS_MAX_PENDING = env.integer("KG_INVITATIONS_MAX_PENDING", 100)
 DATABASES = {
     "default": database(env.text("DATABASE_URL", f"sqlite:///{VAR_DIR / 'kgapp.sqlite3'}"))
 }

@@ -265,3 +265,20 @@ def test_admin_next_never_leaves_the_site(make_tenant, member, superuser, eager,
     assert client.post(
         f"/admin/graph/{tenant.slug}/communities/rebuild/", {"next": local}
     )["Location"] == local
+
+
+def test_pending_invitations_are_capped(make_tenant, member, token_client, settings) -> None:
+    settings.INVITATIONS_MAX_PENDING = 3
+    tenant = make_tenant()
+    owner = token_client(member(tenant, Role.OWNER))
+    assert [put_member(owner, tenant.slug, f"guest{i}", "viewer").status_code for i in range(3)] == [202] * 3
+    refused = put_member(owner, tenant.slug, "guest3", "viewer")
+    assert refused.status_code == 409
+    assert "3 pending invitations" in refused.json()["detail"] and "withdraw" in refused.json()["detail"]
+    assert not Invitation.objects.filter(tenant=tenant, username="guest3").exists()
+    # A pending one can still change role, members still change, and withdrawing makes room.
+    assert put_member(owner, tenant.slug, "guest0", "editor").status_code == 202
+    editor = member(tenant, Role.EDITOR)
+    assert put_member(owner, tenant.slug, editor.username, "curator").status_code == 200
+    assert owner.delete(f"/api/v1/t/{tenant.slug}/members/guest1").status_code == 204
+    assert put_member(owner, tenant.slug, "guest3", "viewer").status_code == 202
