@@ -30,7 +30,7 @@ from kgapp.graph.errors import (
 from kgapp.graph.retention import PolicyInvalid
 from kgapp.graph.search.model import RerankerUnavailable
 from kgapp.tasks import QueueUnavailable
-from kgapp.web.auth import API_AUTH
+from kgapp.web.auth import API_AUTH, TokenRefused
 from kgapp.web.ratelimits import RateLimited
 from kgapp.web.routers import (
     health,
@@ -81,6 +81,13 @@ def _graph_down(request: HttpRequest, error: GraphUnavailable) -> HttpResponse:
         request, 503, "The knowledge graph store is unavailable right now; retry in a moment."
     )
     response["Retry-After"] = "5"
+    return response
+
+
+@api.exception_handler(TokenRefused)
+def _token_refused(request: HttpRequest, error: TokenRefused) -> HttpResponse:
+    response = _error(request, 401, str(error))
+    response["WWW-Authenticate"] = 'Bearer error="invalid_token"'
     return response
 
 

@@ -35,13 +35,22 @@ class HeaderToken(APIKeyHeader):
         return _authenticated(request, key) if key else None
 
 
+class TokenRefused(Exception):
+    """A token was sent and is not valid: the request is refused (401) whatever else it
+    carries, never read as a browser session's (whose CSRF check would answer instead)."""
+
+
 def _authenticated(request: HttpRequest, raw: str) -> Any:
     """The token's user, who becomes the request's; the token's public prefix is kept
     as `request.api_token` (rate limits count per token)."""
     user = token_authenticate(raw)
-    if user is not None:
-        request.user = user
-        request.api_token = raw.split("_", 2)[1]  # type: ignore[attr-defined]
+    if user is None:
+        raise TokenRefused(
+            "The API token is not valid: it was revoked, or is mistyped. Create a new one"
+            " with POST /api/v1/tokens from a signed-in session (the API docs at /api/docs)."
+        )
+    request.user = user
+    request.api_token = raw.split("_", 2)[1]  # type: ignore[attr-defined]
     return user
 
 

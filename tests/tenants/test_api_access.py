@@ -8,7 +8,7 @@ import pytest
 from django.test import Client
 
 from tenants import services
-from tenants.models import ApiToken, Role, Tenant
+from tenants.models import ApiToken, Membership, Role, Tenant
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -111,6 +111,49 @@ def test_token_auth_and_revocation(make_tenant, member) -> None:
 
     assert client.delete(f"/api/v1/tokens/{token.pk}").status_code == 204
     assert client.get(f"/api/v1/t/{tenant.slug}/").status_code == 401
+
+
+def test_a_revoked_or_mistyped_token_is_refused_401_on_every_method(make_tenant, member) -> None:
+    """Never read as a browser session's request (whose CSRF check said 403, "CSRF check
+    failed"), even with a session cookie beside it."""
+    tenant = make_tenant()
+    user = member(tenant, Role.OWNER)
+    token, secret = services.token_create(user=user, name="cli")
+    services.token_revoke(token=token)
+    base = f"/api/v1/t/{tenant.slug}"
+    for header in ("HTTP_AUTHORIZATION", "HTTP_X_API_KEY"):
+        for raw in (secret, "kg_nope_nope", "not-a-token"):
+            value = f"Bearer {raw}" if header == "HTTP_AUTHORIZATION" else raw
+            client = Client(enforce_csrf_checks=True, **{header: value})
+            client.force_login(user)
+            for answer in (
+                client.get(f"{base}/"),
+                client.delete(f"{base}/members/{user.username}"),
+                client.delete(f"/api/v1/tokens/{token.pk}"),
+                client.put(f"{base}/members", data=json.dumps({"username": "x", "role": "viewer"}),
+                           content_type="application/json"),
+                client.post("/api/v1/tokens", data=json.dumps({"name": "x"}),
+                            content_type="application/json"),
+            ):
+                assert answer.status_code == 401, (header, raw, answer.request, answer.content)
+                assert "token is not valid" in answer.json()["detail"]
+                assert answer["WWW-Authenticate"].startswith("Bearer")
+    assert Membership.objects.filter(tenant=tenant, user=user, role=Role.OWNER).exists()
+
+
+def test_a_token_cannot_create_tokens_but_a_session_can(make_user, token_client) -> None:
+    user = make_user()
+    body = {"data": json.dumps({"name": "successor"}), "content_type": "application/json"}
+    refused = token_client(user).post("/api/v1/tokens", **body)
+    assert refused.status_code == 403
+    assert "sign in" in refused.json()["detail"]
+    assert not ApiToken.objects.filter(user=user, name="successor").exists()
+    browser = Client()
+    browser.force_login(user)
+    assert browser.post("/api/v1/tokens", **body).status_code == 201
+    # A token may still list and revoke its user's tokens (revoking only takes away).
+    made = ApiToken.objects.get(user=user, name="successor")
+    assert token_client(user).delete(f"/api/v1/tokens/{made.pk}").status_code == 204
 
 
 def test_tokens_are_created_once_and_listed_without_secret(make_user) -> None:
