@@ -7,9 +7,12 @@ CLOSE_NOT_FOUND = 4404
 
 
 class NoSuchSocket(AsyncWebsocketConsumer):
-    """Any other WebSocket path: the handshake is refused (not a server error)."""
+    """Any other WebSocket path: accepted only to be closed at once with 4404, so that a
+    client reads "no such socket" (a close before accepting reaches it as HTTP 403, which
+    says "forbidden"). Nothing is sent."""
 
     async def connect(self) -> None:
+        await self.accept()
         await self.close(code=CLOSE_NOT_FOUND)
 
 
