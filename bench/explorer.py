@@ -4,7 +4,7 @@ edges, and write-to-screen latency of live updates (SurrealDB write -> LIVE SELE
 -> Channels -> browser -> on the graph).
 
 Runs the product as `make run` does, in a scratch folder: the local SurrealDB server
-(mem://), migrations, the demo tenant and login, daphne; chromium logs in through the
+(mem://), migrations, the demo tenant and login, kgapp.web.serve; chromium logs in through the
 login form.
 
     .venv/bin/python bench/explorer.py [--sizes 1000 5000 10000] [--writes 50] [--ended 0.3]
@@ -133,7 +133,7 @@ def start_web(
         subprocess.run([python, "manage.py", *command], env=env, cwd=ROOT, check=True,
                        stdout=subprocess.DEVNULL)
     port = free_port()
-    web = subprocess.Popen([python, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
+    web = subprocess.Popen([python, "-m", "kgapp.web.serve", "-b", "127.0.0.1", "-p", str(port),
                             "kgapp.asgi:application"], env=env, cwd=ROOT,
                            stdout=(var / "daphne.log").open("wb"), stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"

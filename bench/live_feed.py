@@ -1,4 +1,4 @@
-"""Live updates end to end, through a real web server (Daphne), Redis and SurrealDB:
+"""Live updates end to end, through the real web server (kgapp.web.serve), Redis and SurrealDB:
 
 1. latency from issuing a write (through a connection of its own, like a worker's) to
    the explorer's socket receiving it, with the hub reading the change feed only
@@ -164,7 +164,7 @@ def start_web(
         [
             sys.executable,
             "-m",
-            "daphne",
+            "kgapp.web.serve",
             "-b",
             "127.0.0.1",
             "-p",

@@ -16,7 +16,8 @@ stops it all at the end (also on Ctrl-C or an error):
 - the local SurrealDB server (mem://) with fresh root credentials;
 - Django (`kgapp.settings.dev`, as `make run`) on SQLite in the scratch folder: the
   tenants, each with an owner and `--viewers` viewers holding API tokens;
-- Daphne (one process, as `make run`) on a free port, pointed at the scripted model;
+- the web server (kgapp.web.serve, one process, as `make run`) on a free port, pointed at
+  the scripted model;
 - data written through the API: `--facts` facts per tenant (POST facts) and `--episodes`
   text episodes per tenant (POST episodes, extracted offline by a Celery worker started
   for the setup only, without the model), then communities (POST communities/rebuild);
@@ -244,7 +245,7 @@ def start_web(env: dict[str, str], scratch: Path) -> tuple[str, subprocess.Popen
     url = f"http://127.0.0.1:{port}"
     say(f"starting Daphne at {url} (log: {scratch / 'daphne.log'})")
     web = subprocess.Popen(
-        [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
+        [sys.executable, "-m", "kgapp.web.serve", "-b", "127.0.0.1", "-p", str(port),
          "kgapp.asgi:application"],
         env=env, cwd=ROOT, stdout=(scratch / "daphne.log").open("wb"), stderr=subprocess.STDOUT,
     )

@@ -8,7 +8,7 @@ made here owns two tenants and POSTs one file to each through `/api/v1/t/{slug}/
 the LoCoMo export ../shared/data/conversations/locomo/41.json (its sessions carry their
 own dates) and docs/examples/company-history.md (reference time PROSE_REFERENCE_TIME).
 The ingest job is awaited, then the tenant's communities are detected (a `communities`
-job, awaited too). Then daphne serves the app on a free port (bench/explorer.py's
+job, awaited too). Then kgapp.web.serve serves the app on a free port (bench/explorer.py's
 `start_web`), chromium (bench/explorer.py's `browser`) gets that user's session, opens
 `/t/{slug}/explore`, waits until the explorer is live, laid out and has added every fact,
 and saves `truth-<label>-chat.png` and `truth-<label>-prose.png` into the folder.

@@ -338,8 +338,16 @@ OPENAI_EMBEDDING_MODEL = env.text("OPENAI_EMBEDDING_MODEL", "text-embedding-3-sm
 UPLOAD_MAX_BYTES = env.integer("KG_UPLOAD_MAX_BYTES", 20 * 1024 * 1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = UPLOAD_MAX_BYTES + 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = UPLOAD_MAX_BYTES + 1024 * 1024
-# Any HTTP request body, checked before Django reads it (kgapp/web/request_size.py).
+# Any HTTP request body: the server (kgapp/web/serve.py) refuses it before reading it, and
+# kgapp/web/request_size.py before Django reads it under any other ASGI server.
 REQUEST_MAX_BYTES = env.integer("KG_REQUEST_MAX_BYTES", 5 * UPLOAD_MAX_BYTES)
+# The request line, any one header line, and all header lines together (431 past it).
+REQUEST_MAX_HEADER_BYTES = env.integer("KG_REQUEST_MAX_HEADER_BYTES", 16 * 1024)
+# Seconds from a request's first byte until its body is complete (408 past it). Every byte
+# received adds 1/REQUEST_READ_MIN_RATE s, so an upload that keeps arriving at least that
+# many bytes a second is never cut, however big; 0 turns that allowance off.
+REQUEST_READ_TIMEOUT = env.number("KG_REQUEST_READ_TIMEOUT", 30.0)
+REQUEST_READ_MIN_RATE = env.integer("KG_REQUEST_READ_MIN_RATE", 16 * 1024)
 # An uploaded PDF is read by the worker, in a child process, within these limits
 # (kgapp/graph/documents/pdf.py); past one, its job fails saying which.
 PDF_MAX_SECONDS = env.number("KG_PDF_MAX_SECONDS", 120.0)

@@ -1,10 +1,13 @@
 """A cap on the size of every HTTP request body, applied before Django reads it.
 
-Django's ASGI handler reads the whole body (spooling it to disk past
-FILE_UPLOAD_MAX_MEMORY_SIZE) before any view or middleware runs, so a view's own size
-check comes after the disk has filled. This wrapper answers 413 at once when the
-declared Content-Length is over REQUEST_MAX_BYTES, and stops reading a body without
-one (chunked) as soon as it passes the limit.
+Two layers enforce REQUEST_MAX_BYTES. Under the product's server (kgapp/web/serve.py) the
+HTTP channel refuses an oversize body before any of it is read, and answers huge headers
+(431) and slow requests (408) too: twisted would otherwise spool the whole body to disk
+before the app is called. This ASGI middleware is the second layer, for any other ASGI
+server and for the test client: Django's ASGI handler reads the whole body (spooling it
+past FILE_UPLOAD_MAX_MEMORY_SIZE) before any view runs, so it answers 413 at once when
+the declared Content-Length is over the limit, and stops reading a body without one
+(chunked) as soon as it passes it. `too_large_detail` is the one wording of that 413.
 """
 
 from __future__ import annotations
@@ -69,14 +72,17 @@ def _content_length(scope: Scope) -> int | None:
     return None
 
 
-async def _refuse(send: Send, size: int | None, limit: int) -> None:
+def too_large_detail(size: int | None, limit: int) -> str:
+    """The 413 message; `size` is None when the body has no declared length."""
     told = f"{size} bytes" if size is not None else "over the limit"
-    body = json.dumps(
-        {
-            "detail": f"The request body is {told}; the limit is {limit} bytes. "
-            "Upload fewer or smaller files per request."
-        }
-    ).encode()
+    return (
+        f"The request body is {told}; the limit is {limit} bytes. "
+        "Upload fewer or smaller files per request."
+    )
+
+
+async def _refuse(send: Send, size: int | None, limit: int) -> None:
+    body = json.dumps({"detail": too_large_detail(size, limit)}).encode()
     await send(
         {
             "type": "http.response.start",

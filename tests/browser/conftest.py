@@ -1,15 +1,10 @@
-"""Browser tests: the real web server (daphne, in a process of its own, on the test
-database and the test SurrealDB server) driven by Debian's chromium via chromedriver.
+"""Browser tests: the real web server (kgapp.web.serve, in a process of its own, on the
+test database and the test SurrealDB server) driven by Debian's chromium via chromedriver.
 Screenshots go to var/test/artifacts/."""
 
 from __future__ import annotations
 
 import os
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -21,52 +16,18 @@ from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.support.ui import WebDriverWait
 
+from tests.web_server import server_env, serving
+
 ARTIFACTS = Path(settings.BASE_DIR) / "var" / "test" / "artifacts"
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 @pytest.fixture
 def web_server(db: None, tmp_path: Path) -> Iterator[str]:
-    """The ASGI app served by daphne on a free port; ingestion tasks run in the web
-    process (eager), live changes come from SurrealDB through its hub."""
-    port = free_port()
-    env = {
-        **os.environ,
-        "DJANGO_SETTINGS_MODULE": "kgapp.settings.test",
-        "DATABASE_URL": f"sqlite:///{settings.DATABASES['default']['NAME']}",
-        "SURREAL_URL": settings.SURREAL_URL,
-        "KG_VAR_DIR": str(tmp_path),
-        "CELERY_TASK_ALWAYS_EAGER": "true",
-        "DJANGO_ALLOWED_HOSTS": "127.0.0.1,localhost",
-    }
-    env.pop("REDIS_URL", None)
-    log = tmp_path / "daphne.log"
-    server = subprocess.Popen(
-        [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "kgapp.asgi:application"],
-        env=env, cwd=settings.BASE_DIR, stdout=log.open("wb"), stderr=subprocess.STDOUT,
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            urllib.request.urlopen(f"{url}/api/v1/health", timeout=2).close()
-            break
-        except OSError:
-            if server.poll() is not None or time.monotonic() > deadline:
-                server.kill()
-                raise RuntimeError(f"daphne did not start:\n{log.read_text()[-3000:]}") from None
-            time.sleep(0.3)
-    yield url
-    server.terminate()
-    try:
-        server.wait(15)
-    except subprocess.TimeoutExpired:
-        server.kill()
+    """The ASGI app served by the product's server (kgapp.web.serve) on a free port;
+    ingestion tasks run in the web process (eager), live changes come from SurrealDB
+    through its hub."""
+    with serving(server_env(tmp_path), tmp_path / "web.log") as url:
+        yield url
 
 
 @pytest.fixture
