@@ -13,11 +13,12 @@ from csp.constants import NONE, SELF
 from django.core.exceptions import ImproperlyConfigured
 
 from kgapp.graph.llm.prices import parse_prices
-from kgapp.settings import env
+from kgapp.settings import env, files
 from kgapp.surreal_server import local_credentials
 
 BASE_DIR = env.BASE_DIR
 VAR_DIR = env.path("KG_VAR_DIR", BASE_DIR / "var")
+files.keep_private(VAR_DIR)  # var/ and all this process writes: this user's only
 
 SECRET_KEY = env.text("DJANGO_SECRET_KEY", "dev-insecure-key-change-me")
 DEBUG = env.flag("DJANGO_DEBUG", False)
@@ -73,6 +74,7 @@ TEMPLATES = [
         },
     },
 ]
+
 
 def database(url: str) -> dict[str, Any]:
     """Django's settings for the database at `url`. SQLite (the default) is set up for

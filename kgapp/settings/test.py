@@ -3,11 +3,11 @@ started by tests open the same file), fast password hashing."""
 
 import os
 
-from kgapp.settings import env
+from kgapp.settings import env, files
 from kgapp.settings.base import *  # noqa: F403
 
 VAR_DIR = env.path("KG_VAR_DIR", BASE_DIR / "var" / "test")  # noqa: F405
-VAR_DIR.mkdir(parents=True, exist_ok=True)
+files.keep_private(VAR_DIR)
 
 DEBUG = False
 SECRET_KEY = "test-secret-key"
