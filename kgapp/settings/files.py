@@ -48,6 +48,8 @@ def tighten(root: Path) -> int:
                 changed += 1
         except FileNotFoundError:  # removed meanwhile by a running process
             continue
+        except PermissionError:  # another user's (root's read-only files in an image)
+            logger.warning("%s is not this user's: its mode is left alone", path)
     if changed:
         logger.info("%s: made %d files and folders private to this user", root, changed)
     return changed
