@@ -65,8 +65,13 @@ api.add_router("/v1/", usage.router)
 api.add_router("/v1/", retention.router)
 
 
-def _error(request: HttpRequest, status: int, detail: str) -> HttpResponse:
-    return api.create_response(request, {"detail": detail}, status=status)
+def _error(
+    request: HttpRequest, status: int, detail: str, headers: dict[str, str] | None = None
+) -> HttpResponse:
+    response = api.create_response(request, {"detail": detail}, status=status)
+    for name, value in (headers or {}).items():
+        response[name] = value
+    return response
 
 
 @api.exception_handler(TenantAccessError)
@@ -77,18 +82,13 @@ def _tenant_access(request: HttpRequest, error: TenantAccessError) -> HttpRespon
 @api.exception_handler(GraphUnavailable)
 def _graph_down(request: HttpRequest, error: GraphUnavailable) -> HttpResponse:
     logger.warning("graph unavailable: %s", error)
-    response = _error(
-        request, 503, "The knowledge graph store is unavailable right now; retry in a moment."
-    )
-    response["Retry-After"] = "5"
-    return response
+    detail = "The knowledge graph store is unavailable right now; retry in a moment."
+    return _error(request, 503, detail, {"Retry-After": "5"})
 
 
 @api.exception_handler(TokenRefused)
 def _token_refused(request: HttpRequest, error: TokenRefused) -> HttpResponse:
-    response = _error(request, 401, str(error))
-    response["WWW-Authenticate"] = 'Bearer error="invalid_token"'
-    return response
+    return _error(request, 401, str(error), {"WWW-Authenticate": 'Bearer error="invalid_token"'})
 
 
 @api.exception_handler(DatabaseBusy)
@@ -96,23 +96,18 @@ def _database_busy(request: HttpRequest, error: DatabaseBusy) -> HttpResponse:
     """The relational store (users, tenants, memberships) timed out waiting for a lock or
     could not be reached: the request changed nothing, and can be sent again."""
     logger.warning("database unavailable: %s", error)
-    response = _error(request, 503, "The database is busy or unavailable; retry in a moment.")
-    response["Retry-After"] = "2"
-    return response
+    detail = "The database is busy or unavailable; retry in a moment."
+    return _error(request, 503, detail, {"Retry-After": "2"})
 
 
 @api.exception_handler(RateLimited)
 def _rate_limited(request: HttpRequest, error: RateLimited) -> HttpResponse:
-    response = _error(request, 429, str(error))
-    response["Retry-After"] = str(error.retry_after)
-    return response
+    return _error(request, 429, str(error), {"Retry-After": str(error.retry_after)})
 
 
 @api.exception_handler(QueueUnavailable)
 def _queue_down(request: HttpRequest, error: QueueUnavailable) -> HttpResponse:
-    response = _error(request, 503, str(error))
-    response["Retry-After"] = "5"
-    return response
+    return _error(request, 503, str(error), {"Retry-After": "5"})
 
 
 @api.exception_handler(RerankerUnavailable)
@@ -135,9 +130,7 @@ def _conflict(request: HttpRequest, error: GraphError) -> HttpResponse:
         if isinstance(error, WriteConflict)
         else "The change conflicted with a concurrent change to the same records; retry it."
     )
-    response = _error(request, 409, detail)
-    response["Retry-After"] = "1"
-    return response
+    return _error(request, 409, detail, {"Retry-After": "1"})
 
 
 @api.exception_handler(ValidationError)
