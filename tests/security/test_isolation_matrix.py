@@ -317,7 +317,7 @@ async def socket_attempts(sides: Sides) -> tuple[list[Outcome], dict[str, str]]:
     from django.urls import URLPattern
 
     from kgapp.asgi import application
-    from kgapp.web.routing import websocket_urlpatterns
+    from kgapp.web.routing import CLOSE_NOT_FOUND, websocket_urlpatterns
 
     a, b = sides.a, sides.b
     cookie = await _cookie(sides)
@@ -345,11 +345,14 @@ async def socket_attempts(sides: Sides) -> tuple[list[Outcome], dict[str, str]]:
                 connected, _ = await socket.connect(timeout=10)
             except Exception:  # noqa: BLE001  (a refused handshake may also raise)
                 connected = False
-            received = await _drain(socket) if connected else []
+            closed, received = await _closed_at_once(socket) if connected else (403, [])
+            if closed is None:
+                received += await _drain(socket)
             await socket.disconnect()
-            outcomes.append(Outcome(attempt, 101 if connected else 403,
+            refused = 404 if closed == CLOSE_NOT_FOUND else 403
+            outcomes.append(Outcome(attempt, 101 if closed is None else refused,
                                     leaks(b.marker, *received),
-                                    ["socket accepted"] if connected else []))
+                                    ["socket accepted"] if closed is None else []))
         if "<str:slug>" not in route:
             continue
         # A's own socket, live and with a replay from the start, while B changes.
@@ -370,6 +373,17 @@ async def _cookie(sides: Sides) -> tuple[bytes, bytes]:
 
     client = await sync_to_async(sides.a.session)()
     return (b"cookie", f"sessionid={client.cookies['sessionid'].value}".encode())
+
+
+async def _closed_at_once(socket: Any) -> tuple[int | None, list[str]]:
+    """An accepted socket's first word: its close code when it closes before sending
+    anything (an unknown path: 4404), else None, with what it sent first."""
+    if await socket.receive_nothing(timeout=0.5):
+        return None, []
+    first = await socket.receive_output(timeout=5)
+    if first["type"] == "websocket.close":
+        return int(first.get("code", 1000)), []
+    return None, [first.get("text") or repr(first.get("bytes"))]
 
 
 async def _drain(socket: Any, wait: float = 0.5) -> list[str]:
