@@ -23,7 +23,8 @@ from kombu.exceptions import OperationalError
 from kgapp.graph import communities, communities_follow, jobs
 from kgapp.graph.curation import duplicates
 from kgapp.graph.errors import GraphError, GraphUnavailable
-from kgapp.graph.ingest.service import ingest_run
+from kgapp.graph.ingest.model import EpisodeInput
+from kgapp.graph.ingest.service import episode_submit, ingest_run
 from kgapp.graph.records import Job, parse_record_id, to_json
 from kgapp.graph.retention import retention_job
 from kgapp.graph.search import retrieval
@@ -270,6 +271,15 @@ def queue_retention(tenant: Tenant, *, created_by: str) -> dict[str, Any]:
     job = to_json(graph.run(jobs.job_create, kind="retention", created_by=created_by))
     _send(tenant, job, apply_retention)
     return job
+
+
+def queue_episode(
+    tenant: Tenant, episode: EpisodeInput, *, created_by: str
+) -> tuple[str, dict[str, Any]]:
+    """Queue the ingestion of one episode: its (deterministic) id and its job."""
+    episode_id, job = tenant_graph(tenant).run(episode_submit, episode, created_by=created_by)
+    _send(tenant, job, ingest)
+    return episode_id, job
 
 
 def queue_ingest(tenant: Tenant, job: dict[str, Any]) -> None:

@@ -16,6 +16,9 @@ from kgapp.graph.llm.client import LLMClient
 from kgapp.graph.llm.transport import LLMConfig
 from kgapp.graph.llm.usage import LLMUsage
 from kgapp.graph.schema import Migration, load_migrations
+from kgapp.graph.search import hybrid
+from kgapp.graph.search.model import SearchRequest, SearchResults
+from kgapp.graph.search.query import QueryRequest, QueryResult, query
 from kgapp.graph.store import GraphRuntime, StoreConfig, TenantGraph, TenantStore
 from tenants.models import Tenant
 
@@ -92,6 +95,18 @@ def llm_client(store: TenantStore) -> LLMClient | None:
         return None
     usage = LLMUsage(prices=settings.LLM_PRICES)
     return LLMClient(llm_config(), cache=SurrealCache(store), usage=usage)
+
+
+async def search_with_models(store: TenantStore, spec: SearchRequest) -> SearchResults:
+    """Hybrid search with this process's embedder and, when one is configured, the model
+    (the cross-encoder reranker needs it)."""
+    return await hybrid.search(store, spec, embedder(), llm=llm_client(store))
+
+
+async def query_with_models(store: TenantStore, spec: QueryRequest) -> QueryResult:
+    """The query context with this process's embedder and, when one is configured, the
+    model (keywords, and the answer when asked for: AnswerUnavailable without one)."""
+    return await query(store, spec, embedder(), llm_client(store))
 
 
 def offline_extractor() -> OfflineExtractor:

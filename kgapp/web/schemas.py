@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
 from ninja import Schema
@@ -17,11 +17,18 @@ from pydantic import (
     WithJsonSchema,
     model_validator,
 )
+from surrealdb.data.types.record_id import RecordID
 
+from kgapp.graph.documents.messages import parse_message_lines
+from kgapp.graph.ingest.model import EpisodeInput
+from kgapp.graph.ingest.prepare import saga_record
 from kgapp.graph.jobs import JOB_STATUSES
-from kgapp.graph.records import to_json
+from kgapp.graph.records import parse_record_id, to_json
 from kgapp.graph.search.diff import DIFF_LIMIT, DIFF_MAX_LIMIT, DiffRequest, DiffResult
+from kgapp.graph.search.model import Hit, SearchRequest, SearchResults
+from kgapp.graph.search.query import QueryRequest
 from kgapp.graph.search.recipes import RECIPES
+from kgapp.graph.text import relation_name
 from kgapp.graph.time import Moment, in_utc
 
 RoleName = Literal["viewer", "editor", "curator", "owner"]
@@ -238,9 +245,12 @@ class UploadEstimateOut(Schema):
 # --- ingestion ------------------------------------------------------------------------
 
 
+EpisodeSource = Literal["text", "message", "json"]
+
+
 class EpisodeIn(Schema):
     content: str = Field(min_length=1, max_length=200_000)
-    source: Literal["text", "message", "json"] = "text"
+    source: EpisodeSource = "text"
     reference_time: Instant | None = Field(
         default=None, description="When the content was true or said; default: now."
     )
@@ -250,10 +260,35 @@ class EpisodeIn(Schema):
         default=None, max_length=200, description="Group episodes (a conversation)."
     )
 
+    @model_validator(mode="after")
+    def _messages_have_speakers(self) -> EpisodeIn:
+        if self.source == "message":
+            parse_message_lines(self.content)  # DocumentError (a ValueError) names the line
+        return self
+
+    def episode(self) -> EpisodeInput:
+        """The episode to submit; without a reference time, it was said now."""
+        return EpisodeInput(
+            content=self.content,
+            source=self.source,
+            reference_time=(self.reference_time or datetime.now(UTC)).astimezone(UTC),
+            name=self.name,
+            source_description=self.source_description,
+            saga=self.saga,
+        )
+
 
 class EpisodeFilter(Page):
     saga: str | None = Field(default=None, max_length=200)
     document: str | None = None
+
+    def records(self) -> dict[str, RecordID | None]:
+        """The saga and the document whose episodes to list (None: any); InvalidRecordId
+        for a `document` that is not a document id."""
+        return {
+            "saga": saga_record(self.saga) if self.saga else None,
+            "document": parse_record_id(self.document, "document") if self.document else None,
+        }
 
 
 class DocumentFilter(Page):
@@ -312,6 +347,12 @@ class FactIn(Schema):
     valid_at: Instant | None = None
     invalid_at: Instant | None = None
     confidence: float = Field(default=1.0, ge=0, le=1)
+
+    @model_validator(mode="after")
+    def _ends_after_it_starts(self) -> FactIn:
+        if self.valid_at and self.invalid_at and self.invalid_at <= self.valid_at:
+            raise ValueError("invalid_at must be after valid_at")
+        return self
 
 
 class EntityTypeIO(Schema):
@@ -423,6 +464,26 @@ class SearchIn(TimeIn):
         default_factory=list
     )
 
+    def request(self) -> SearchRequest:
+        """The core's search; a recipe's scopes, methods and reranker win over the fields'.
+        InvalidRecordId for a `center_entity` that is not an entity id."""
+        center = parse_record_id(self.center_entity, "entity") if self.center_entity else None
+        chosen = RECIPES.get(self.recipe or "", {})
+        return SearchRequest(
+            query=self.query,
+            scopes=tuple(chosen.get("scopes", self.scopes)),
+            methods=tuple(chosen.get("methods", self.methods)),
+            reranker=chosen.get("reranker", self.reranker),
+            moment=self.moment(),
+            center_entity=center,
+            limit=self.limit,
+            min_score=self.min_score,
+            mmr_lambda=self.mmr_lambda,
+            entity_types=tuple(self.entity_types),
+            relations=tuple(relation_name(r) for r in self.relations),
+            edge_types=tuple(self.edge_types),
+        )
+
 
 class Lookup(Schema):
     q: str = Field(min_length=1, max_length=300)
@@ -467,6 +528,18 @@ class QueryIn(TimeIn):
     max_relation_tokens: int = Field(default=2500, ge=50, le=50_000)
     max_total_tokens: int = Field(default=6000, ge=100, le=200_000)
     answer: bool = False
+
+    def request(self) -> QueryRequest:
+        return QueryRequest(
+            question=self.query,
+            mode=self.mode,
+            moment=self.moment(),
+            top_k=self.top_k,
+            max_entity_tokens=self.max_entity_tokens,
+            max_relation_tokens=self.max_relation_tokens,
+            max_total_tokens=self.max_total_tokens,
+            answer=self.answer,
+        )
 
 
 class CommunitiesIn(Schema):
@@ -627,6 +700,22 @@ class SearchOut(BaseModel):
     entities: list[EntityHitOut]
     episodes: list[EpisodeHitOut]
     communities: list[CommunityHitOut]
+
+    @staticmethod
+    def of(results: SearchResults) -> dict[str, Any]:
+        return {
+            "facts": _hits(results.facts),
+            "entities": _hits(results.entities),
+            "episodes": _hits(results.episodes),
+            "communities": _hits(results.communities),
+        }
+
+
+def _hits(hits: list[Hit]) -> list[dict[str, Any]]:
+    # The hit's own score wins over a method's score left on the record.
+    return [
+        {**to_json(h.record), "id": h.id, "score": h.score, "found_by": h.found_by} for h in hits
+    ]
 
 
 class KeywordsOut(BaseModel):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any
 
 from django.conf import settings
@@ -15,10 +14,8 @@ from surrealdb.data.types.record_id import RecordID
 from kgapp import tasks
 from kgapp.graph import ontology
 from kgapp.graph.documents.errors import DocumentError
-from kgapp.graph.documents.messages import parse_message_lines
 from kgapp.graph.documents.parse import parse_document
 from kgapp.graph.ingest import estimate, service
-from kgapp.graph.ingest.model import EpisodeInput
 from kgapp.graph.records import parse_record_id, to_json
 from kgapp.graph.store import TenantGraph
 from kgapp.web import ratelimits
@@ -54,42 +51,17 @@ MAX_FILES = 50
 def episode_add(request: HttpRequest, tenant: str, payload: EpisodeIn) -> Status[dict[str, str]]:
     """Queue one episode. `message` content is one `speaker: text` per line."""
     access = tenant_access(request.user, tenant, Role.EDITOR)
-    episode = EpisodeInput(
-        content=payload.content,
-        source=payload.source,
-        reference_time=(payload.reference_time or datetime.now(UTC)).astimezone(UTC),
-        name=payload.name,
-        source_description=payload.source_description,
-        saga=payload.saga,
+    episode_id, job = tasks.queue_episode(
+        access.tenant, payload.episode(), created_by=request.user.get_username()
     )
-    if episode.source == "message":
-        _check_messages(episode.content)
-    graph = tenant_graph(access.tenant)
-    episode_id, job = graph.run(
-        service.episode_submit, episode, created_by=request.user.get_username()
-    )
-    tasks.queue_ingest(access.tenant, job)
     return Status(202, {"episode_id": episode_id, "job_id": job["id"]})
-
-
-def _check_messages(content: str) -> None:
-    try:
-        parse_message_lines(content)
-    except DocumentError as error:
-        raise HttpError(422, str(error)) from error
 
 
 @router.get("/t/{tenant}/episodes", response={200: list[EpisodeOut], **DENIED}, exclude_unset=True)
 def episode_list(request: HttpRequest, tenant: str, filters: Query[EpisodeFilter]) -> Any:
     access = tenant_access(request.user, tenant)
-    document = parse_record_id(filters.document, "document") if filters.document else None
-    saga = service.saga_record(filters.saga) if filters.saga else None
     rows = tenant_graph(access.tenant).run(
-        service.episode_list,
-        saga=saga,
-        document=document,
-        limit=filters.limit,
-        offset=filters.offset,
+        service.episode_list, **filters.records(), limit=filters.limit, offset=filters.offset
     )
     return to_json(rows)
 
@@ -298,8 +270,6 @@ def fact_add(request: HttpRequest, tenant: str, payload: FactIn) -> Status[dict[
     201: a new fact. 200: the fact was known (posted again, or stated before) and is
     given back, with this post as one more piece of its provenance when it is new."""
     access = tenant_access(request.user, tenant, Role.EDITOR)
-    if payload.valid_at and payload.invalid_at and payload.invalid_at <= payload.valid_at:
-        raise HttpError(422, "invalid_at must be after valid_at")
     try:
         added = tenant_graph(access.tenant).run(
             service.fact_add,

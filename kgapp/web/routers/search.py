@@ -11,13 +11,8 @@ from ninja.errors import HttpError
 from kgapp import tasks
 from kgapp.graph import communities, layout
 from kgapp.graph.records import parse_record_id, to_json
-from kgapp.graph.search import diff, elements, history, hybrid, reads
-from kgapp.graph.search.model import Hit, SearchRequest, SearchResults
-from kgapp.graph.search.query import AnswerUnavailable, QueryRequest, QueryResult
-from kgapp.graph.search.query import query as run_query
-from kgapp.graph.search.recipes import RECIPES
-from kgapp.graph.store import TenantStore
-from kgapp.graph.text import relation_name
+from kgapp.graph.search import diff, elements, history, reads
+from kgapp.graph.search.query import AnswerUnavailable
 from kgapp.graph.time import Moment
 from kgapp.web import ratelimits
 from kgapp.web.routers.tenant import DENIED, LIMITED
@@ -48,17 +43,10 @@ from kgapp.web.schemas import (
     TimeIn,
 )
 from tenants.access import tenant_access
-from tenants.graph import embedder, llm_client, tenant_graph
+from tenants.graph import embedder, query_with_models, search_with_models, tenant_graph
 from tenants.models import Role
 
 router = Router(tags=["retrieval"])
-
-
-def _hits(hits: list[Hit]) -> list[dict[str, Any]]:
-    # The hit's own score wins over a method's score left on the record.
-    return [
-        {**to_json(h.record), "id": h.id, "score": h.score, "found_by": h.found_by} for h in hits
-    ]
 
 
 @router.post("/t/{tenant}/search", response={200: SearchOut, 422: ErrorOut, **DENIED})
@@ -66,33 +54,8 @@ def search(request: HttpRequest, tenant: str, payload: SearchIn) -> dict[str, An
     """Hybrid search (BM25, cosine, breadth-first from `center_entity`), fused by RRF or
     reranked by MMR, node distance or episode mentions; facts as of `as_of`/`known_at`."""
     access = tenant_access(request.user, tenant)
-    center = parse_record_id(payload.center_entity, "entity") if payload.center_entity else None
-    chosen = RECIPES.get(payload.recipe or "", {})
-    spec = SearchRequest(
-        query=payload.query,
-        scopes=tuple(chosen.get("scopes", payload.scopes)),
-        methods=tuple(chosen.get("methods", payload.methods)),
-        reranker=chosen.get("reranker", payload.reranker),
-        moment=payload.moment(),
-        center_entity=center,
-        limit=payload.limit,
-        min_score=payload.min_score,
-        mmr_lambda=payload.mmr_lambda,
-        entity_types=tuple(payload.entity_types),
-        relations=tuple(relation_name(r) for r in payload.relations),
-        edge_types=tuple(payload.edge_types),
-    )
-    results = tenant_graph(access.tenant).run(_search, spec)
-    return {
-        "facts": _hits(results.facts),
-        "entities": _hits(results.entities),
-        "episodes": _hits(results.episodes),
-        "communities": _hits(results.communities),
-    }
-
-
-async def _search(store: TenantStore, spec: SearchRequest) -> SearchResults:
-    return await hybrid.search(store, spec, embedder(), llm=llm_client(store))
+    spec = payload.request()
+    return SearchOut.of(tenant_graph(access.tenant).run(search_with_models, spec))
 
 
 @router.get("/t/{tenant}/entities", response={200: list[EntityOut], **DENIED}, exclude_unset=True)
@@ -267,10 +230,6 @@ def graph_layout(request: HttpRequest, tenant: str, payload: LayoutIn) -> Any:
     return {"positions": layout.positions(payload.count, payload.edges, payload.aspect)}
 
 
-async def _query(store: TenantStore, spec: QueryRequest) -> QueryResult:
-    return await run_query(store, spec, embedder(), llm_client(store))
-
-
 @router.post(
     "/t/{tenant}/query",
     response={200: QueryOut, 422: ErrorOut, **DENIED, **LIMITED},
@@ -281,18 +240,8 @@ def query(request: HttpRequest, tenant: str, payload: QueryIn) -> Any:
     LightRAG's modes, within token budgets; with `answer`, the model's answer too."""
     ratelimits.check(request, "query")
     access = tenant_access(request.user, tenant)
-    spec = QueryRequest(
-        question=payload.query,
-        mode=payload.mode,
-        moment=payload.moment(),
-        top_k=payload.top_k,
-        max_entity_tokens=payload.max_entity_tokens,
-        max_relation_tokens=payload.max_relation_tokens,
-        max_total_tokens=payload.max_total_tokens,
-        answer=payload.answer,
-    )
     try:
-        result = tenant_graph(access.tenant).run(_query, spec)
+        result = tenant_graph(access.tenant).run(query_with_models, payload.request())
     except AnswerUnavailable as error:
         raise HttpError(422, str(error)) from error
     return to_json(vars(result))
