@@ -369,5 +369,7 @@ LOGGING = {
         "httpx": {"level": "WARNING"},
         "httpx2": {"level": "WARNING"},
         "sentence_transformers": {"level": "WARNING"},
+        # The MCP door starts and stops a stateless session manager per request.
+        "mcp.server.streamable_http_manager": {"level": "WARNING"},
     },
 }

@@ -54,4 +54,6 @@ def _authenticated(request: HttpRequest, raw: str) -> Any:
     return user
 
 
-API_AUTH = [BearerToken(), HeaderToken(), django_auth]
+TOKEN_AUTH = [BearerToken(), HeaderToken()]
+"""The API token, however sent (the MCP door takes nothing else)."""
+API_AUTH = [*TOKEN_AUTH, django_auth]
