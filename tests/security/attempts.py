@@ -14,7 +14,7 @@ from tests.security.conftest import Sides
 
 @dataclass
 class Attempt:
-    area: str  # api, admin, websocket, task
+    area: str  # api, admin, websocket, mcp, task
     target: str  # the operation, route, socket or task attacked
     how: str
     method: str = "GET"

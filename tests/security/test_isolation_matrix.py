@@ -3,7 +3,8 @@ everywhere. The API cases are generated from the OpenAPI schema (every operation
 every path and query parameter, every string field of every body, nested ones too,
 every enum value: search methods, scopes, rerankers, recipes, query modes); the admin
 cases from the admin's URL list and model registry; the WebSocket cases from the
-routing table; the task cases from the Celery tasks' signatures. An operation, route
+routing table; the MCP cases from the MCP server's tool list and each tool's input
+schema; the task cases from the Celery tasks' signatures. An operation, route
 or task that gets no attempt fails the test, so a door added later is covered or noticed.
 
 An attempt succeeds when B's data changed (graph namespace, definitions, or B's rows in
@@ -412,6 +413,113 @@ async def _write_in_b(sides: Sides, route: str) -> None:
     assert response.status_code == 201
 
 
+# --- MCP -----------------------------------------------------------------------------
+
+
+def mcp_attempts(sides: Sides) -> tuple[list[Outcome], dict[str, str]]:
+    """A's owner token at the MCP door (kgapp/web/mcp/), in this process: B's slug
+    however spelt (refused at the door), and on A's own server every tool with B's ids,
+    slug and namespace in each of its text arguments (a tool without one: called once).
+    B's data is compared around each tool's attempts."""
+    from tests.mcp_client import IN_PROCESS
+
+    a, b = sides.a, sides.b
+    outcomes = []
+    for slug in (b.slug, b.slug.upper(), b.tenant.namespace, f"{a.slug}/../{b.slug}"):
+        for auth in ("token", "api_key"):
+            path = f"/mcp/t/{slug}/"
+            status, body = async_to_sync(_mcp_post)(f"{IN_PROCESS}{path}", _mcp_headers(a, auth))
+            attempt = Attempt("mcp", "/mcp/t/<slug>/", f"B's slug {slug!r} by {auth}", "POST",
+                              path, auth=auth)
+            outcomes.append(Outcome(attempt, status, leaks(b.marker, body)))
+    address = f"{IN_PROCESS}/mcp/t/{a.slug}/"
+    tools = async_to_sync(_mcp_tools)(address, _mcp_headers(a, "token"))
+    uncovered = {}
+    for tool in tools:
+        tries = _mcp_tries(tool.input_schema, sides)
+        if not tries:
+            uncovered[tool.name] = "no attempt generated"
+            continue
+        before = sides.b_snapshot()
+        results = async_to_sync(_mcp_call)(address, _mcp_headers(a, "token"), tool.name, tries)
+        difference = changed(before, sides.b_snapshot())
+        for (how, arguments), (status, text) in zip(tries, results, strict=True):
+            attempt = Attempt("mcp", tool.name, how, "POST", address, body=arguments)
+            outcomes.append(Outcome(attempt, status, leaks(b.marker, text), difference))
+    return outcomes, uncovered
+
+
+def _mcp_headers(side: Any, auth: str) -> dict[str, str]:
+    from tests.mcp_client import auth_headers
+
+    return auth_headers(side.secret, api_key=auth == "api_key")
+
+
+async def _mcp_post(address: str, headers: dict[str, str]) -> tuple[int, str]:
+    """The door's answer to an MCP `initialize` (raw: a refused door has no MCP client)."""
+    import httpx2
+
+    from kgapp.asgi import application
+
+    body = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "matrix", "version": "1"}}}
+    async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app=application)) as http:
+        answer = await http.post(address, json=body, headers={
+            **headers, "Accept": "application/json, text/event-stream"})
+    return answer.status_code, answer.text
+
+
+async def _mcp_tools(address: str, headers: dict[str, str]) -> list[Any]:
+    from kgapp.asgi import application
+    from tests.mcp_client import connected
+
+    async with connected(address, headers, application) as client:
+        return list((await client.list_tools()).tools)
+
+
+async def _mcp_call(
+    address: str, headers: dict[str, str], name: str, tries: list[tuple[str, dict[str, Any]]]
+) -> list[tuple[int, str]]:
+    """(200 for an answer, 422 for a tool error; what came back) per attempt."""
+    from kgapp.asgi import application
+    from tests.mcp_client import connected, said
+
+    answers = []
+    async with connected(address, headers, application) as client:
+        for _, arguments in tries:
+            result = await client.call_tool(name, arguments)
+            text = said(result) + json.dumps(result.structured_content)
+            answers.append((422 if result.is_error else 200, text))
+    return answers
+
+
+def _mcp_tries(schema: dict[str, Any], sides: Sides) -> list[tuple[str, dict[str, Any]]]:
+    """The tool's required arguments filled with A's own values, then each text argument
+    (strings, lists of strings, an entity's name) set to each of B's values in turn."""
+    moments = iter(["2000-01-01T00:00:00Z", "2100-01-01T00:00:00Z"])
+    texts, base = [], {}
+    for name, prop in schema["properties"].items():
+        options = prop.get("anyOf", [prop])
+        kinds = {o.get("type") for o in options} | ({"object"} if "$ref" in prop else set())
+        formats = {o.get("format") for o in options}
+        if "date-time" in formats:
+            if name in schema.get("required", []):
+                base[name] = next(moments)
+        elif "enum" in prop or not kinds & {"string", "array", "object"}:
+            continue
+        else:
+            texts.append((name, "array" in kinds, "object" in kinds))
+            if name in schema.get("required", []):
+                base[name] = {"name": PROBE} if "object" in kinds else PROBE
+    tries = [("A's own arguments", base)]
+    for name, is_list, is_object in texts:
+        for value in foreign_texts(sides):
+            wrapped = [value] if is_list else {"name": value} if is_object else value
+            tries.append((f"{name}={value}", {**base, name: wrapped}))
+    return tries
+
+
 # --- Celery tasks --------------------------------------------------------------------
 
 
@@ -466,8 +574,9 @@ def test_tenant_a_reaches_nothing_of_tenant_b(two_sides: Sides, capsys) -> None:
     app.conf.task_always_eager = False
     outcomes = run_http(http, sides)
     sockets, socket_uncovered = async_to_sync(socket_attempts)(sides)
+    mcp, mcp_uncovered = mcp_attempts(sides)
     jobs, task_uncovered = task_attempts(sides)
-    outcomes += sockets + jobs
+    outcomes += sockets + mcp + jobs
 
     successes = [o for o in outcomes if o.succeeded]
     leaked = [o for o in outcomes if o.leaked]
@@ -487,10 +596,8 @@ def test_tenant_a_reaches_nothing_of_tenant_b(two_sides: Sides, capsys) -> None:
         print("  slowest:", [(t, counts[t], round(s, 1)) for t, s in slow.most_common(6)])
         for o in server_errors:
             print(f"  5xx (not an isolation failure): {o.status} {o.attempt.target}: {o.attempt.how}")
-    assert not (api_uncovered | admin_uncovered | socket_uncovered | task_uncovered), (
-        "not covered by the isolation matrix: "
-        + str(api_uncovered | admin_uncovered | socket_uncovered | task_uncovered)
-    )
+    uncovered = api_uncovered | admin_uncovered | socket_uncovered | mcp_uncovered | task_uncovered
+    assert not uncovered, f"not covered by the isolation matrix: {uncovered}"
     attacked = {o.attempt.target for o in outcomes if o.attempt.area == "api"}
     assert attacked == {op.key for op in operations(api_schema())}
     assert len(outcomes) >= 500
@@ -502,6 +609,13 @@ def test_tenant_a_reaches_nothing_of_tenant_b(two_sides: Sides, capsys) -> None:
     # The attacker's own credentials worked throughout: the refusals are not a 401 wall.
     assert sum(200 <= o.status < 300 for o in outcomes if o.attempt.area == "api") > 100
     assert sides.a.client.get(f"{sides.a.base}/").status_code == 200
+    # Every MCP tool was tried, and answered A with more than refusals.
+    from kgapp.web.mcp.server import TOOLS
+
+    tried = {o.attempt.target for o in outcomes if o.attempt.area == "mcp"}
+    assert tried == {tool.__name__ for tool, _ in TOOLS} | {"/mcp/t/<slug>/"}
+    assert all(o.status in (400, 404) for o in outcomes if o.attempt.target == "/mcp/t/<slug>/")
+    assert sum(o.status == 200 for o in outcomes if o.attempt.area == "mcp") > 20
     assert successes == [], "\n".join(
         f"{o.attempt.area} {o.attempt.target} {o.attempt.how}: {o.status} {o.b_changed}"
         for o in successes
