@@ -20,14 +20,17 @@ from pydantic import (
 from surrealdb.data.types.record_id import RecordID
 
 from kgapp.graph.documents.messages import parse_message_lines
+from kgapp.graph.embeddings import Embedder
 from kgapp.graph.ingest.model import EpisodeInput
 from kgapp.graph.ingest.prepare import saga_record
+from kgapp.graph.ingest.service import FactAdded, fact_add
 from kgapp.graph.jobs import JOB_STATUSES
 from kgapp.graph.records import parse_record_id, to_json
 from kgapp.graph.search.diff import DIFF_LIMIT, DIFF_MAX_LIMIT, DiffRequest, DiffResult
 from kgapp.graph.search.model import Hit, SearchRequest, SearchResults
 from kgapp.graph.search.query import QueryRequest
 from kgapp.graph.search.recipes import RECIPES
+from kgapp.graph.store import TenantStore
 from kgapp.graph.text import relation_name
 from kgapp.graph.time import Moment, in_utc
 
@@ -353,6 +356,22 @@ class FactIn(Schema):
         if self.valid_at and self.invalid_at and self.invalid_at <= self.valid_at:
             raise ValueError("invalid_at must be after valid_at")
         return self
+
+    async def add(self, store: TenantStore, *, embedder: Embedder, created_by: str) -> FactAdded:
+        """This fact added to the store's tenant (`service.fact_add`): what the route and
+        the MCP tool both run. ValueError for a fact the graph cannot take."""
+        return await fact_add(
+            store,
+            source=(self.source.name, self.source.type),
+            relation=self.relation,
+            target=(self.target.name, self.target.type),
+            fact=self.fact,
+            valid_at=self.valid_at,
+            invalid_at=self.invalid_at,
+            confidence=self.confidence,
+            embedder=embedder,
+            created_by=created_by,
+        )
 
 
 class EntityTypeIO(Schema):

@@ -123,16 +123,7 @@ async def add_fact(
     )
     try:
         added = await who.graph.arun(
-            service.fact_add,
-            source=(payload.source.name, payload.source.type),
-            relation=payload.relation,
-            target=(payload.target.name, payload.target.type),
-            fact=payload.fact,
-            valid_at=payload.valid_at,
-            invalid_at=payload.invalid_at,
-            confidence=payload.confidence,
-            embedder=await sync_to_async(embedder)(),
-            created_by=who.username,
+            payload.add, embedder=await sync_to_async(embedder)(), created_by=who.username
         )
     except ValueError as error:  # what the route answers with 422
         raise ToolError(str(error)) from error

@@ -272,16 +272,7 @@ def fact_add(request: HttpRequest, tenant: str, payload: FactIn) -> Status[dict[
     access = tenant_access(request.user, tenant, Role.EDITOR)
     try:
         added = tenant_graph(access.tenant).run(
-            service.fact_add,
-            source=(payload.source.name, payload.source.type),
-            relation=payload.relation,
-            target=(payload.target.name, payload.target.type),
-            fact=payload.fact,
-            valid_at=payload.valid_at,
-            invalid_at=payload.invalid_at,
-            confidence=payload.confidence,
-            embedder=embedder(),
-            created_by=request.user.get_username(),
+            payload.add, embedder=embedder(), created_by=request.user.get_username()
         )
     except ValueError as error:
         raise HttpError(422, str(error)) from error
