@@ -30,6 +30,7 @@ from kgapp.graph.errors import (
 from kgapp.graph.retention import PolicyInvalid
 from kgapp.graph.search.model import RerankerUnavailable
 from kgapp.tasks import QueueUnavailable
+from kgapp.web import refusals
 from kgapp.web.auth import API_AUTH, TokenRefused
 from kgapp.web.ratelimits import RateLimited
 from kgapp.web.routers import (
@@ -82,8 +83,7 @@ def _tenant_access(request: HttpRequest, error: TenantAccessError) -> HttpRespon
 @api.exception_handler(GraphUnavailable)
 def _graph_down(request: HttpRequest, error: GraphUnavailable) -> HttpResponse:
     logger.warning("graph unavailable: %s", error)
-    detail = "The knowledge graph store is unavailable right now; retry in a moment."
-    return _error(request, 503, detail, {"Retry-After": "5"})
+    return _error(request, 503, refusals.GRAPH_DOWN, {"Retry-After": "5"})
 
 
 @api.exception_handler(TokenRefused)
@@ -96,8 +96,7 @@ def _database_busy(request: HttpRequest, error: DatabaseBusy) -> HttpResponse:
     """The relational store (users, tenants, memberships) timed out waiting for a lock or
     could not be reached: the request changed nothing, and can be sent again."""
     logger.warning("database unavailable: %s", error)
-    detail = "The database is busy or unavailable; retry in a moment."
-    return _error(request, 503, detail, {"Retry-After": "2"})
+    return _error(request, 503, refusals.DATABASE_BUSY, {"Retry-After": "2"})
 
 
 @api.exception_handler(RateLimited)
@@ -125,11 +124,7 @@ def _not_found(request: HttpRequest, error: GraphError) -> HttpResponse:
 @api.exception_handler(WriteConflict)
 @api.exception_handler(UniqueViolation)
 def _conflict(request: HttpRequest, error: GraphError) -> HttpResponse:
-    detail = (
-        str(error)
-        if isinstance(error, WriteConflict)
-        else "The change conflicted with a concurrent change to the same records; retry it."
-    )
+    detail = str(error) if isinstance(error, WriteConflict) else refusals.CONCURRENT_CHANGE
     return _error(request, 409, detail, {"Retry-After": "1"})
 
 
@@ -155,8 +150,7 @@ def _finding(error: dict[str, Any]) -> str:
     loc = [str(part) for part in error.get("loc") or ()][1:]
     if loc and loc[0] == "payload":
         loc = loc[1:]
-    message = str(error.get("msg", "invalid")).removeprefix("Value error, ")
-    return f"{'.'.join(loc)}: {message}" if loc else message
+    return refusals.finding(loc, str(error.get("msg", "invalid")))
 
 
 # Django refuses these request bodies while reading them (they reach the API as

@@ -30,7 +30,7 @@ from kgapp.graph.errors import (
 from kgapp.graph.search.model import RerankerUnavailable
 from kgapp.graph.store import TenantGraph
 from kgapp.tasks import QueueUnavailable
-from kgapp.web import ratelimits
+from kgapp.web import ratelimits, refusals
 from kgapp.web.ratelimits import RateLimited
 from tenants.access import TenantAccess
 from tenants.errors import TenantAccessError
@@ -98,12 +98,10 @@ def parsed(model: type[M], **values: Any) -> M:
 
 def findings(error: ValidationError) -> str:
     """Pydantic's findings, one per field, as one line."""
-    said = []
-    for item in error.errors():
-        where = ".".join(str(part) for part in item.get("loc") or ())
-        message = str(item.get("msg", "invalid")).removeprefix("Value error, ")
-        said.append(f"{where}: {message}" if where else message)
-    return "; ".join(said)
+    return "; ".join(
+        refusals.finding(item.get("loc") or (), str(item.get("msg", "invalid")))
+        for item in error.errors()
+    )
 
 
 def answer(text: str, data: dict[str, Any]) -> CallToolResult:
@@ -132,12 +130,12 @@ def refusal(error: Exception) -> str:
     """The tool error's message for a failure (the API's wording for the same one)."""
     if isinstance(error, GraphUnavailable):
         logger.warning("graph unavailable: %s", error)
-        return "The knowledge graph store is unavailable right now; retry in a moment."
+        return refusals.GRAPH_DOWN
     if isinstance(error, DatabaseBusy):
         logger.warning("database unavailable: %s", error)
-        return "The database is busy or unavailable; retry in a moment."
+        return refusals.DATABASE_BUSY
     if isinstance(error, UniqueViolation):
-        return "The change conflicted with a concurrent change to the same records; retry it."
+        return refusals.CONCURRENT_CHANGE
     if isinstance(error, RateLimited | QueueUnavailable | WriteConflict | TenantAccessError):
         return str(error)
     if isinstance(error, NotFound | InvalidRecordId):

@@ -27,6 +27,7 @@ from django.db import OperationalError as DatabaseBusy
 from django.http import HttpRequest
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
+from kgapp.web import refusals
 from kgapp.web.auth import TOKEN_AUTH, TokenRefused
 from kgapp.web.mcp.calls import CALLER, Caller
 from kgapp.web.mcp.server import SERVER
@@ -101,8 +102,7 @@ def admit(scope: Scope) -> Caller:
         raise Refused(error.status, str(error)) from error
     except DatabaseBusy as error:
         logger.warning("database unavailable: %s", error)
-        detail = "The database is busy or unavailable; retry in a moment."
-        raise Refused(503, detail, {"Retry-After": "2"}) from error
+        raise Refused(503, refusals.DATABASE_BUSY, {"Retry-After": "2"}) from error
     return Caller(request, access)
 
 
