@@ -2,7 +2,10 @@
 `openai` client over real HTTP without reaching the API.
 
 Chat answers come from `queue(...)` first, then from the `on_chat` handler; embeddings
-are deterministic unit vectors derived from a hash of each text.
+are deterministic unit vectors derived from a hash of each text. A chat request with
+`"stream": true` is answered as the API streams: server-sent events, one
+`chat.completion.chunk` per piece of the reply's text, a usage chunk when
+`stream_options.include_usage` asks for one, then `data: [DONE]`.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ import base64
 import hashlib
 import json
 import math
+import re
 import struct
 import threading
 import time
@@ -41,6 +45,10 @@ class Reply:
     `content`: a dict or list is sent as JSON text, a str verbatim (malformed JSON
     tests), None as a null content. With a non-200 `status` the reply is an
     OpenAI-style error body instead; a str `content` is then its message.
+
+    Streamed (the request asked for a stream): the text goes out in `pieces` (by default
+    the content cut after each space), `pause` seconds apart; with `break_after`, an
+    error event (`break_message`) follows that many pieces and the stream ends there.
     """
 
     content: Any = None
@@ -50,6 +58,10 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0
     finish_reason: str = "stop"
+    pieces: list[str] | None = None
+    pause: float = 0.0
+    break_after: int | None = None
+    break_message: str = "the model server went away"
 
 
 ChatHandler = Callable[[dict[str, Any]], Reply | dict[str, Any] | None]
@@ -192,6 +204,54 @@ def _chat_completion(body: dict[str, Any], reply: Reply) -> dict[str, Any]:
     }
 
 
+def _text_of(reply: Reply) -> str:
+    if isinstance(reply.content, str) or reply.content is None:
+        return reply.content or ""
+    return json.dumps(reply.content)
+
+
+def _pieces(reply: Reply) -> list[str]:
+    """The streamed reply's text deltas: as scripted, or its words (each with the space
+    that follows it)."""
+    if reply.pieces is not None:
+        return list(reply.pieces)
+    return re.findall(r"\S+\s*|\s+", _text_of(reply))
+
+
+def _chunk(
+    body: dict[str, Any], delta: dict[str, Any], finish: str | None = None
+) -> dict[str, Any]:
+    return {
+        "id": "chatcmpl-stream",
+        "object": "chat.completion.chunk",
+        "created": int(time.time()),
+        "model": body.get("model", "scripted"),
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}],
+    }
+
+
+def _stream_events(body: dict[str, Any], reply: Reply) -> list[tuple[float, dict[str, Any]]]:
+    """(seconds to wait first, event) for each event of a streamed reply, [DONE] aside."""
+    pieces = _pieces(reply)
+    events: list[tuple[float, dict[str, Any]]] = [(0.0, _chunk(body, {"role": "assistant"}))]
+    for number, piece in enumerate(pieces):
+        if reply.break_after is not None and number == reply.break_after:
+            return [*events, (reply.pause, error_body(500, reply.break_message, None))]
+        events.append((reply.pause if number else 0.0, _chunk(body, {"content": piece})))
+    if reply.refusal:
+        events.append((0.0, _chunk(body, {"refusal": reply.refusal})))
+    events.append((0.0, _chunk(body, {}, reply.finish_reason)))
+    if (body.get("stream_options") or {}).get("include_usage"):
+        prompt, completion = _tokens(_prompt_text(body)), _tokens("".join(pieces))
+        usage = {
+            "prompt_tokens": prompt,
+            "completion_tokens": completion,
+            "total_tokens": prompt + completion,
+        }
+        events.append((0.0, {**_chunk(body, {}), "choices": [], "usage": usage}))
+    return events
+
+
 def _embeddings(body: dict[str, Any]) -> dict[str, Any]:
     texts = body.get("input", [])
     texts = [texts] if isinstance(texts, str) else [str(t) for t in texts]
@@ -259,8 +319,33 @@ def _handler_class(llm: ScriptedLLM) -> type[BaseHTTPRequestHandler]:
                 message = reply.content if isinstance(reply.content, str) else "scripted error"
                 payload = error_body(reply.status, message, reply.error_code)
                 self._send(reply.status, payload, reply.headers)
+            elif body.get("stream"):
+                self._stream(_stream_events(body, reply), reply.headers)
             else:
                 self._send(200, _chat_completion(body, reply), reply.headers)
+
+        def _stream(
+            self, events: list[tuple[float, dict[str, Any]]], headers: dict[str, str]
+        ) -> None:
+            """Server-sent events, each written as it is due; the connection closes after
+            the last (HTTP/1.0: no length, the end of the body is the close)."""
+            try:
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                for name, value in headers.items():
+                    self.send_header(name, value)
+                self.end_headers()
+                for wait, event in events:
+                    if wait and llm._stopping.wait(wait):
+                        return
+                    self.wfile.write(f"data: {json.dumps(event)}\n\n".encode())
+                    self.wfile.flush()
+                    if "error" in event:
+                        return
+                self.wfile.write(b"data: [DONE]\n\n")
+                self.wfile.flush()
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the client stopped reading
 
         def _send(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
             data = json.dumps(payload).encode("utf-8")

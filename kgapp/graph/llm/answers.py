@@ -1,5 +1,6 @@
 """Answers as the schema asked for: read from the completion, checked (size, depth,
-schema), and what to tell the model when one cannot be used."""
+schema), and what to tell the model when one cannot be used; and the text that each
+chunk of a streamed answer adds."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from openai.types.chat import ChatCompletion, ChatCompletionMessageParam
+from openai.types.chat import ChatCompletion, ChatCompletionChunk, ChatCompletionMessageParam
 from pydantic import BaseModel, ValidationError
 
 from kgapp.graph.llm.errors import LLMRefused
@@ -85,3 +86,16 @@ def content_of(completion: ChatCompletion) -> str | None:
     if choice.finish_reason == "content_filter":
         raise LLMRefused("the answer was stopped by the content filter")
     return choice.message.content
+
+
+def delta_of(chunk: ChatCompletionChunk) -> str:
+    """The text a streamed chunk adds ("" for none); raises LLMRefused when the model
+    declines."""
+    if not chunk.choices:
+        return ""
+    choice = chunk.choices[0]
+    if choice.delta.refusal:
+        raise LLMRefused(choice.delta.refusal)
+    if choice.finish_reason == "content_filter":
+        raise LLMRefused("the answer was stopped by the content filter")
+    return choice.delta.content or ""

@@ -1,6 +1,7 @@
 """Every LLM call of the pipeline goes through `LLMClient`: strict structured outputs,
 a content-addressed cache, one retry policy and one repair attempt per answer; each
-answered request is counted, per model, in the client's `usage`.
+answered request is counted, per model, in the client's `usage`. A free-text answer
+can also be streamed as it is written (`stream_text`).
 
 The parts: `transport` (the API connection and the retry policy), `schema` (strict
 response schemas), `answers` (reading, checking and repairing answers), `cache` (the
@@ -11,26 +12,30 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import openai
-from openai.types.chat import ChatCompletionMessageParam
+from openai import AsyncStream
+from openai.types.chat import ChatCompletionChunk, ChatCompletionMessageParam
 from openai.types.completion_usage import CompletionUsage
 from pydantic import BaseModel
 
 from kgapp.graph.llm.answers import (
+    MAX_ANSWER_CHARS,
     MAX_REPAIR_ERROR_CHARS,
     BadAnswer,
     Completion,
     content_of,
+    delta_of,
     parse_answer,
     repair_messages,
 )
 from kgapp.graph.llm.cache import LLMCache, cache_key
 from kgapp.graph.llm.errors import LLMError, LLMInvalidAnswer
 from kgapp.graph.llm.schema import strict_json_schema
-from kgapp.graph.llm.transport import Connection, LLMConfig, with_retries
+from kgapp.graph.llm.transport import Connection, LLMConfig, stream_error, with_retries
 from kgapp.graph.llm.usage import LLMUsage
 
 T = TypeVar("T", bound=BaseModel)
@@ -41,6 +46,16 @@ EMBED_BATCH = 256
 # The API's rule for response_format names; checked here so a bad task name fails
 # before any request (and before it becomes part of a cache key).
 _TASK_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+
+@dataclass
+class _Opened:
+    """A streamed answer whose first text has arrived: the stream (to close), the rest
+    of its texts, and that first one ("" when the answer was empty)."""
+
+    stream: AsyncStream[ChatCompletionChunk]
+    texts: AsyncIterator[str]
+    first: str
 
 
 class LLMClient:
@@ -85,6 +100,34 @@ class LLMClient:
         answer, completion = await self._answer(task, json_schema, messages, schema)
         await self._to_cache(key, task, completion)
         return answer
+
+    async def stream_text(self, *, system: str, user: str) -> AsyncIterator[str]:
+        """The model's free-text answer as it is written: its text pieces, in order.
+
+        Opening the stream is retried as any request is, until the first text arrives;
+        after that a failure is raised at once, since a retry would write again what the
+        reader already has. Usage is counted from the stream's last chunk (asked for with
+        `include_usage`). Nothing is cached. Raises LLMRefused, LLMQuotaExceeded,
+        LLMUnavailable, LLMInvalidAnswer (past MAX_ANSWER_CHARS) or LLMError.
+        """
+        messages: list[ChatCompletionMessageParam] = [
+            {"role": "system", "content": system},
+            {"role": "user", "content": user},
+        ]
+        opened = await self._with_retries(lambda: self._open_stream(messages))
+        written = len(opened.first)
+        try:
+            if opened.first:
+                yield opened.first
+            async for text in opened.texts:
+                written += len(text)
+                if written > MAX_ANSWER_CHARS:
+                    raise LLMInvalidAnswer(f"the answer ran past {MAX_ANSWER_CHARS} characters")
+                yield text
+        except openai.APIError as exc:
+            raise stream_error(exc, self.config) from exc
+        finally:
+            await opened.stream.close()
 
     async def embed(
         self, texts: list[str], *, model: str, dimensions: int | None = None
@@ -168,6 +211,36 @@ class LLMClient:
         )
         usage = self._count(completion.usage)
         return Completion(content_of(completion), usage.prompt_tokens, usage.completion_tokens)
+
+    async def _open_stream(self, messages: list[ChatCompletionMessageParam]) -> _Opened:
+        """One try at a streamed answer, up to its first text (closed if that fails)."""
+        stream = await self._connection.api().chat.completions.create(
+            model=self.config.model,
+            messages=messages,
+            temperature=0,
+            stream=True,
+            stream_options={"include_usage": True},
+        )
+        try:
+            texts = self._texts(stream)
+            return _Opened(stream, texts, await anext(texts, ""))
+        except BaseException:
+            await stream.close()
+            raise
+
+    async def _texts(self, stream: AsyncStream[ChatCompletionChunk]) -> AsyncIterator[str]:
+        """The text of each chunk that has some; the usage chunk is counted (a stream
+        without one counts as a call of unknown tokens)."""
+        counted = False
+        async for chunk in stream:
+            if chunk.usage is not None:
+                self._count(chunk.usage)
+                counted = True
+            text = delta_of(chunk)
+            if text:
+                yield text
+        if not counted:
+            self._count(None)
 
     async def _embed_batch(
         self, batch: list[str], model: str, dimensions: int | None

@@ -92,6 +92,13 @@ async def with_retries(
             attempt += 1
 
 
+def stream_error(exc: openai.APIError, config: LLMConfig) -> LLMError:
+    """What a failure becomes once a streamed answer has begun: it is not retried."""
+    return _fatal_error(exc) or LLMUnavailable(
+        f"the answer stopped: {_reason(exc, config.timeout)}"
+    )
+
+
 def backoff(attempt: int, exc: openai.APIError, config: LLMConfig) -> float:
     """The server's retry-after if it gave one, else exponential backoff, full jitter."""
     requested = _retry_after(exc)
