@@ -18,6 +18,7 @@ from typing import Any
 from celery import chain, shared_task
 from django.conf import settings
 from django.core.cache import caches
+from django.core.files.uploadedfile import UploadedFile
 from kombu.exceptions import OperationalError
 
 from kgapp.graph import communities, communities_follow, jobs
@@ -29,6 +30,7 @@ from kgapp.graph.records import Job, parse_record_id, to_json
 from kgapp.graph.retention import retention_job
 from kgapp.graph.search import retrieval
 from kgapp.graph.store import TenantStore
+from tenants import transfer
 from tenants.graph import embedder, llm_client, offline_extractor, pdf_limits, tenant_graph
 from tenants.models import Tenant
 from tenants.retention import retention_policy, tenants_with_retention
@@ -203,6 +205,14 @@ def apply_retention(tenant_slug: str, job_id: str) -> dict[str, Any]:
     return _run_job(tenant, job_id, work)
 
 
+@shared_task(name="kgapp.import_tenant")
+def import_tenant(tenant_slug: str, job_id: str) -> dict[str, Any]:
+    """Load the export kept for import job `job_id` into the (empty) tenant; a refused or
+    failed import fails the job with its reason and leaves the tenant empty."""
+    tenant = Tenant.objects.get(slug=tenant_slug)
+    return to_json(transfer.import_run(tenant, job_id))
+
+
 @shared_task(name="kgapp.apply_retention_policies")
 def apply_retention_policies() -> list[str]:
     """Periodic (beat, KG_RETENTION_INTERVAL): queue a retention run for every tenant whose
@@ -270,6 +280,13 @@ def queue_retention(tenant: Tenant, *, created_by: str) -> dict[str, Any]:
     graph = tenant_graph(tenant)
     job = to_json(graph.run(jobs.job_create, kind="retention", created_by=created_by))
     _send(tenant, job, apply_retention)
+    return job
+
+
+def queue_import(tenant: Tenant, upload: UploadedFile, *, created_by: str) -> dict[str, Any]:
+    """Keep an uploaded export and queue its import job."""
+    job = transfer.import_queue(tenant, upload, created_by=created_by)
+    _send(tenant, job, import_tenant)
     return job
 
 

@@ -762,6 +762,13 @@ FACT_BY_ID = f"SELECT {_FACT_FIELDS} FROM ONLY $id;"
 # NONE (3.0: record::id(NONE) fails the whole statement).
 FACTS_BY_IDS = f"SELECT {_FACT_FIELDS} FROM $ids WHERE id != NONE;"
 
+# What an answer's sources are called (kgapp/graph/search/ask.py): its entities' names
+# and types, and the documents its passages came from.
+SOURCE_NAMES = """
+SELECT id, name, entity_type FROM $entities WHERE id != NONE;
+SELECT id, title, file_name FROM $documents WHERE id != NONE;
+"""
+
 # Facts within `depth` hops of the seed entities (breadth-first over visible facts).
 FACTS_NEAR = f"""
 SELECT {_FACT_FIELDS} FROM relates_to WITH INDEX relates_to_in_relation
@@ -1233,4 +1240,39 @@ CREATE ONLY audit CONTENT {actor: $actor, action: 'retention_policy', target: 'r
 RETENTION_HISTORY = """
 SELECT id, actor, action, before, after, at FROM audit
 WHERE action IN ['retention_run', 'retention_policy'] ORDER BY at DESC LIMIT $limit;
+"""
+
+# --- tenant export and import (kgapp/graph/export/) --------------------------------------
+# A table's ids in order, then its rows a page of ids at a time (keyset paging scans the
+# table for each page, docs/surrealdb-notes.md). Import jobs are the deployment's own.
+EXPORT_IDS = "SELECT VALUE id FROM type::table($table) ORDER BY id;"
+EXPORT_JOB_IDS = "SELECT VALUE id FROM job WHERE kind != $import_kind ORDER BY id;"
+EXPORT_ROWS = "SELECT * FROM $ids WHERE id != NONE;"
+# Whether a table holds anything an import would collide with.
+IMPORT_ANY = "RETURN array::len(SELECT VALUE id FROM type::table($table) LIMIT 1);"
+IMPORT_ANY_JOB = "RETURN array::len(SELECT VALUE id FROM job WHERE kind != $import_kind LIMIT 1);"
+IMPORT_PROGRESS = """
+UPDATE ONLY $job SET progress = $progress, total = $total, phase = $phase,
+    updated_at = time::now() RETURN NONE;
+"""
+IMPORT_CLEAR = "DELETE type::table($table) RETURN NONE;"
+IMPORT_CLEAR_JOBS = "DELETE job WHERE kind != $import_kind RETURN NONE;"
+
+
+def import_rows(table: str, *, relation: bool, allowed: frozenset[str]) -> str:
+    """Insert rows exactly as given, ids and all; a relation's rows carry `in` and `out`."""
+    into = "INSERT RELATION INTO" if relation else "INSERT INTO"
+    return f"{into} {check_table(table, allowed)} $rows RETURN NONE;"
+
+
+# The graph at a moment, for GraphML and CSV: the facts visible at ($as_of, $known_at) and
+# the entities they join.
+MOMENT_FACT_ENDS = f"SELECT id, in, out FROM relates_to WHERE {_VISIBLE} ORDER BY id;"
+MOMENT_FACT_ROWS = """
+SELECT id, in AS source, out AS target, relation, edge_type, fact, confidence, valid_at,
+    invalid_at, created_at, expired_at FROM $ids WHERE id != NONE;
+"""
+MOMENT_ENTITY_ROWS = """
+SELECT id, name, entity_type, summary, labels, first_seen_at, last_seen_at, degree
+FROM $ids WHERE id != NONE;
 """

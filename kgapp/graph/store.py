@@ -21,10 +21,10 @@ import contextlib
 import logging
 import random
 import threading
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import Any, ParamSpec, TypeVar
+from typing import Any, ParamSpec, TypeVar, cast
 
 import cbor2
 from surrealdb.connections import async_ws
@@ -336,6 +336,32 @@ class TenantGraph:
     async def arun(self, operation: Callable[..., Awaitable[T]], *args: Any, **kwargs: Any) -> T:
         return await self.runtime.call(self._bind(operation, args, kwargs))
 
+    async def astream(
+        self, operation: Callable[..., AsyncIterator[T]], *args: Any, **kwargs: Any
+    ) -> AsyncIterator[T]:
+        """Iterate `operation(store, *args, **kwargs)` on the runtime loop, item by item,
+        from any other loop (a streamed response): one item is in flight at a time."""
+
+        async def start() -> AsyncIterator[T]:
+            return operation(self.runtime.store(self.namespace), *args, **kwargs)
+
+        iterator = await self.runtime.call(start())
+
+        async def step() -> tuple[bool, T | None]:
+            try:
+                return True, await anext(iterator)
+            except StopAsyncIteration:
+                return False, None
+
+        try:
+            while True:
+                more, item = await self.runtime.call(step())
+                if not more:
+                    return
+                yield cast(T, item)
+        finally:
+            await self.runtime.call(_closed(iterator))
+
     def query(self, sql: str, params: dict[str, Any] | None = None) -> list[Any]:
         return self.run(TenantStore.query, sql, params)
 
@@ -346,6 +372,12 @@ class TenantGraph:
         self, operation: Callable[..., Awaitable[T]], args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> T:
         return await operation(self.runtime.store(self.namespace), *args, **kwargs)
+
+
+async def _closed(iterator: AsyncIterator[Any]) -> None:
+    aclose = getattr(iterator, "aclose", None)
+    if aclose is not None:
+        await aclose()
 
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:

@@ -196,6 +196,7 @@ RATE_LIMITS = {
     "upload": "30/m",
     "estimate": "60/m",  # POST documents?dry_run=true: parses, stores nothing
     "query": "120/m",
+    "export": "20/h",  # a whole tenant read each time
     **dict(item.split("=", 1) for item in env.listing("KG_RATE_LIMITS") if "=" in item),
 }
 RATELIMIT_USE_CACHE = "default"
@@ -272,6 +273,8 @@ CELERY_BEAT_SCHEDULE = {
 }
 # Retention archives (gzipped JSON Lines of what a run removed), one folder per tenant.
 RETENTION_ARCHIVE_DIR = env.path("KG_RETENTION_ARCHIVE_DIR", VAR_DIR / "retention")
+# Tenant imports waiting for their job (web and worker both reach it), removed once run.
+IMPORT_DIR = env.path("KG_IMPORT_DIR", VAR_DIR / "imports")
 
 # --- Communities ------------------------------------------------------------------
 # The demo tenant gets the demo dataset on first start (kgapp/demo); 0 skips it.

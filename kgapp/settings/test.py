@@ -31,6 +31,7 @@ CACHES = {**CACHES, "coordination": coordination_cache(REDIS_URL, VAR_DIR)}  # n
 COMMUNITY_DEBOUNCE = env.number("KG_COMMUNITY_DEBOUNCE", 1.0)
 STATIC_ROOT = VAR_DIR / "static"
 RETENTION_ARCHIVE_DIR = env.path("KG_RETENTION_ARCHIVE_DIR", VAR_DIR / "retention")
+IMPORT_DIR = env.path("KG_IMPORT_DIR", VAR_DIR / "imports")
 STATIC_ROOT.mkdir(parents=True, exist_ok=True)
 # Rate limits are off unless a test sets them (tests/web/test_rate_limits.py): suites that
 # send many requests as one user would otherwise meet them.

@@ -27,6 +27,7 @@ from kgapp.graph.errors import (
     UniqueViolation,
     WriteConflict,
 )
+from kgapp.graph.export.load import ImportRefused, TenantNotEmpty
 from kgapp.graph.retention import PolicyInvalid
 from kgapp.graph.search.model import RerankerUnavailable
 from kgapp.tasks import QueueUnavailable
@@ -41,6 +42,7 @@ from kgapp.web.routers import (
     tenant,
     tenants,
     tokens,
+    transfer,
     usage,
 )
 from tenants.errors import TenantAccessError
@@ -64,6 +66,7 @@ api.add_router("/v1/", ingest.router)
 api.add_router("/v1/", search.router)
 api.add_router("/v1/", usage.router)
 api.add_router("/v1/", retention.router)
+api.add_router("/v1/", transfer.router)
 
 
 def _error(
@@ -110,6 +113,7 @@ def _queue_down(request: HttpRequest, error: QueueUnavailable) -> HttpResponse:
 
 
 @api.exception_handler(RerankerUnavailable)
+@api.exception_handler(ImportRefused)
 @api.exception_handler(InvalidRecordId)
 @api.exception_handler(PolicyInvalid)
 def _unprocessable(request: HttpRequest, error: GraphError) -> HttpResponse:
@@ -119,6 +123,11 @@ def _unprocessable(request: HttpRequest, error: GraphError) -> HttpResponse:
 @api.exception_handler(NotFound)
 def _not_found(request: HttpRequest, error: GraphError) -> HttpResponse:
     return _error(request, 404, str(error))
+
+
+@api.exception_handler(TenantNotEmpty)
+def _not_empty(request: HttpRequest, error: TenantNotEmpty) -> HttpResponse:
+    return _error(request, 409, str(error))
 
 
 @api.exception_handler(WriteConflict)

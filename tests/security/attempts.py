@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote, urlencode
 
+from asgiref.sync import async_to_sync
 from django.test import Client
 
 from tests.security.conftest import Sides
@@ -54,9 +55,8 @@ def send(client: Client, attempt: Attempt) -> Any:
         url += "?" + urlencode(attempt.query, doseq=True)
     method = attempt.method.lower()
     if attempt.kind == "multipart" and attempt.body is not None:
-        return client.generic(
-            "POST", url, data=multipart(attempt.body["files"]), content_type=MULTIPART
-        )
+        form = multipart(attempt.body["files"], attempt.body.get("field", "files"))
+        return client.generic("POST", url, data=form, content_type=MULTIPART)
     if attempt.kind == "form":
         return getattr(client, method)(url, attempt.body or {})
     if attempt.body is None or method == "get":
@@ -70,12 +70,12 @@ BOUNDARY = "kgapp-attack-boundary"
 MULTIPART = f"multipart/form-data; boundary={BOUNDARY}"
 
 
-def multipart(files: list[tuple[str, bytes]]) -> bytes:
-    """A `files` form with each file's name sent exactly (RFC 2231 `filename*`), which the
-    test client's own encoder would refuse or shorten for names like `../x` or `*/`."""
+def multipart(files: list[tuple[str, bytes]], form_field: str = "files") -> bytes:
+    """A form of files in `form_field`, each file's name sent exactly (RFC 2231 `filename*`),
+    which the test client's own encoder would refuse or shorten for names like `../x`."""
     parts = [
         (
-            f"--{BOUNDARY}\r\nContent-Disposition: form-data; name=\"files\";"
+            f"--{BOUNDARY}\r\nContent-Disposition: form-data; name=\"{form_field}\";"
             f" filename*=UTF-8''{quote(name, safe='')}\r\n"
             "Content-Type: application/octet-stream\r\n\r\n"
         ).encode()
@@ -86,7 +86,19 @@ def multipart(files: list[tuple[str, bytes]]) -> bytes:
     return b"".join(parts) + f"--{BOUNDARY}--\r\n".encode()
 
 
+def streamed(response: Any) -> bytes:
+    """A streamed answer's bytes, from a sync or an async iterator (an export)."""
+    content = response.streaming_content
+    if not hasattr(content, "__aiter__"):
+        return b"".join(content)
+
+    async def gather() -> bytes:
+        return b"".join([chunk async for chunk in content])
+
+    return async_to_sync(gather)()
+
+
 def body_text(response: Any) -> str:
     """The answer's body and headers, as text."""
-    body = b"".join(response.streaming_content) if response.streaming else response.content
+    body = streamed(response) if response.streaming else response.content
     return body.decode("utf-8", "replace") + "".join(f"{k}: {v}" for k, v in response.items())

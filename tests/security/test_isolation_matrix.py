@@ -35,6 +35,7 @@ from tests.security.openapi import (
     api_schema,
     operations,
     param_leaf,
+    resolve,
     with_value,
 )
 
@@ -112,7 +113,8 @@ def operation_attempts(op: Operation, sides: Sides) -> tuple[list[Attempt], str 
         )
 
     if op.body_kind == "multipart":
-        body = {"files": [("notes.txt", b"Alice works at Acme Corp.")]}
+        field = file_field(op)
+        body = {"field": field, "files": [("notes.txt", b"Alice works at Acme Corp.")]}
     if "tenant" in values:
         first_ids = {n: found[0] for n, found in values.items() if n != "tenant"}
         for auth, slug in (
@@ -148,8 +150,19 @@ def operation_attempts(op: Operation, sides: Sides) -> tuple[list[Attempt], str 
             add(f"body {where}={value}", own, body=with_value(op, body, leaf, value))
     if op.body_kind == "multipart":
         for value in foreign_texts(sides):
-            add(f"file named {value}", own, body={"files": [(value, f"{value} Alice".encode())]})
+            files = [(value, f"{value} Alice".encode())]
+            add(f"file named {value}", own, body={"field": field, "files": files})
     return attempts, None
+
+
+def file_field(op: Operation) -> str:
+    """The multipart form's file field (documents take `files`, an import `file`)."""
+    properties = resolve(op.components, op.body_schema or {}).get("properties", {})
+    for name, schema in properties.items():
+        schema = resolve(op.components, schema)
+        if schema.get("format") == "binary" or schema.get("items", {}).get("format") == "binary":
+            return name
+    return "files"
 
 
 def _as(leaf: Leaf, value: Any) -> Any:
@@ -606,6 +619,9 @@ def test_tenant_a_reaches_nothing_of_tenant_b(two_sides: Sides, capsys) -> None:
     filled = {op.key for op in operations(api_schema()) if op.required_query()}
     reached = {o.attempt.target for o in outcomes if o.attempt.area == "api" and o.status < 300}
     assert filled and filled <= reached, f"never past validation: {sorted(filled - reached)}"
+    # A's whole-tenant export was really read (and held none of B's markers).
+    exports = [o for o in outcomes if o.attempt.target == "GET /api/v1/t/{tenant}/export"]
+    assert any(o.status == 200 for o in exports)
     # The attacker's own credentials worked throughout: the refusals are not a 401 wall.
     assert sum(200 <= o.status < 300 for o in outcomes if o.attempt.area == "api") > 100
     assert sides.a.client.get(f"{sides.a.base}/").status_code == 200
