@@ -9,8 +9,10 @@ from __future__ import annotations
 import gzip
 import io
 import json
+from collections.abc import Iterator
 from typing import Any
 
+import httpx
 import networkx as nx
 import pytest
 from asgiref.sync import async_to_sync
@@ -18,11 +20,13 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import call_command
 
 from kgapp.graph.export.jsonl import export_lines
+from tenants import services
 from tenants.graph import tenant_graph
 from tenants.models import Role, Tenant
 from tenants.retention import retention_policy
 from tenants.transfer import tenant_meta
 from tests.chat_exports import CHAT_EXTENDED
+from tests.web_server import server_env, serving
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -196,3 +200,42 @@ def test_manage_py_backs_up_and_restores_a_tenant(filled, tmp_path) -> None:
 
 async def _lines(store, meta) -> list[bytes]:
     return [line async for line in export_lines(store, meta)]
+
+
+# --- under the product's own server (ASGI, Daphne), as a client downloads --------------
+
+
+@pytest.fixture(scope="module")
+def url(django_db_setup: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    var = tmp_path_factory.mktemp("export")
+    with serving(server_env(var), var / "web.log") as served:
+        yield served
+
+
+@pytest.mark.slow
+def test_the_served_export_streams_and_imports_over_http(
+    url, filled, make_tenant, member
+) -> None:
+    source, owner, base = filled
+    secret = services.token_create(user=member(source, Role.VIEWER), name="t")[1]
+    moment = "as_of=2024-03-03T00:00:00Z"
+    with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {secret}"}) as client:
+        with client.stream("GET", f"{base}/export?format=graphml&{moment}") as answer:
+            assert answer.status_code == 200
+            assert "content-length" not in answer.headers  # streamed, not built whole
+            assert answer.headers["content-disposition"].endswith('.graphml"')
+            graph = nx.read_graphml(io.BytesIO(answer.read()))
+        assert graph.number_of_edges() > 0
+        refused = client.get(f"{base}/export?format=jsonl")
+        assert refused.status_code == 403
+    data = streamed(owner.get(f"{base}/export?format=jsonl"))
+    target = make_tenant()
+    secret = services.token_create(user=member(target, Role.OWNER), name="t")[1]
+    with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {secret}"}) as client:
+        target_base = f"/api/v1/t/{target.slug}"
+        answer = client.post(f"{target_base}/import", files={"file": ("a.jsonl", data)})
+        assert answer.status_code == 202, answer.text
+        job = client.get(f"{target_base}/jobs/{answer.json()['job_id']}").json()
+        assert job["status"] == "completed", job
+        again = client.get(f"{target_base}/export?format=jsonl")
+        assert body(again.content) == body(data)
