@@ -19,9 +19,10 @@ lint: setup ## ruff, eslint, import-linter and mypy only
 	.venv/bin/lint-imports
 	.venv/bin/mypy
 
-lifecycle: setup ## Lifecycle property, long run: 200 random upload/re-upload/delete/fact sequences (LIFECYCLE_EXAMPLES=n)
+lifecycle: setup ## Lifecycle properties, long run: 200 random upload/re-upload/delete/fact/merge sequences, and their export round trip (LIFECYCLE_EXAMPLES=n)
 	KG_LIFECYCLE_EXAMPLES=$(or $(LIFECYCLE_EXAMPLES),200) .venv/bin/python -m pytest \
-	  tests/graph/ingest/test_lifecycle_property.py -q -p no:cacheprovider --timeout 0
+	  tests/graph/ingest/test_lifecycle_property.py tests/graph/export/test_export_property.py \
+	  -q -p no:cacheprovider --timeout 0
 
 truth: setup ## Graph truth: the graph scored against the gold set and Re-DocRED (TRUTH_ARGS="--half dev --show")
 	.venv/bin/python bench/truth.py $(TRUTH_ARGS)
