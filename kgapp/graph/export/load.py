@@ -146,6 +146,8 @@ class _Reader:
         record_id = record.get("id")
         if not isinstance(record_id, RecordID) or record_id.table_name != name:
             raise ImportRefused(f"line {number}: a {name} record needs an id of that table")
+        if name == "job" and record.get("kind") == IMPORT_JOB_KIND:
+            raise ImportRefused(f"line {number}: an import job is not part of an export")
         if BY_NAME[name].relation and not (
             isinstance(record.get("in"), RecordID) and isinstance(record.get("out"), RecordID)
         ):

@@ -32,7 +32,6 @@ from tests.graph.ingest.test_lifecycle_property import (
     graph_of,
 )
 
-
 UNDONE: list[str] = []  # what undoing a merge did, in the examples that had one
 
 

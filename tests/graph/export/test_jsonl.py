@@ -53,6 +53,16 @@ async def built(migrated_store) -> TenantStore:
     return store
 
 
+_SAMPLE: list[bytes] = []
+
+
+async def sample(migrated_store) -> list[bytes]:
+    """The export of a built tenant, made once for the tests that only damage it."""
+    if not _SAMPLE:
+        _SAMPLE.extend(await exported(await built(migrated_store)))
+    return list(_SAMPLE)
+
+
 async def exported(store: TenantStore, meta: TenantMeta = META) -> list[bytes]:
     return [line async for line in export_lines(store, meta)]
 
@@ -123,8 +133,7 @@ def _changed(lines: list[bytes], number: int, change) -> list[bytes]:
 async def test_a_damaged_file_is_refused_and_nothing_is_written(
     migrated_store, damage, reason
 ) -> None:
-    source = await built(migrated_store)
-    lines = await exported(source)
+    lines = await sample(migrated_store)
     target = await migrated_store()
     with pytest.raises(ImportRefused, match=reason):
         await loaded(target, damage(lines))
@@ -149,8 +158,7 @@ def _resealed(lines: list[bytes]) -> Iterator[bytes]:
 
 
 async def test_a_write_the_engine_refuses_clears_what_was_written(migrated_store) -> None:
-    source = await built(migrated_store)
-    lines = await exported(source)
+    lines = await sample(migrated_store)
     # A fact with a confidence of 7.5 passes the file's checks; the engine's own (within
     # [0, 1]) refuses it once the entities before it are written.
     number = next(i for i, raw in enumerate(lines) if b'"table":"relates_to"' in raw)
@@ -162,3 +170,44 @@ async def test_a_write_the_engine_refuses_clears_what_was_written(migrated_store
         await load_export(target, iter(bad), _progress)
     assert all(not rows for rows in (await export_graph(target)).values())
     assert not await target.query_one("SELECT VALUE id FROM episode")
+
+
+def _job_line(kind: str) -> bytes:
+    record = {"kind": "record", "table": "job", "data": {
+        "id": {"$record": ["job", "x1"]}, "kind": kind, "status": "queued",
+        "params": {"file": "0123abcd.export"}}}
+    return json.dumps(record).encode() + b"\n"
+
+
+def _record_at(lines: list[bytes], table: str) -> int:
+    return next(i for i, raw in enumerate(lines) if f'"table":"{table}"'.encode() in raw)
+
+
+@pytest.mark.parametrize(
+    "craft, reason",
+    [
+        (lambda lines: [*lines[:-1], _job_line("import"), lines[-1]], "import job"),
+        (lambda lines: _changed(lines, _record_at(lines, "entity"),
+                                lambda v: v["data"].update(id={"$record": ["job", "x"]})),
+         "id of that table"),
+        (lambda lines: [*lines[:-1], lines[_record_at(lines, "entity")], lines[-1]],
+         "after later tables"),
+        (lambda lines: _changed(lines, _record_at(lines, "relates_to"),
+                                lambda v: v["data"].pop("in")), "needs `in` and `out`"),
+        (lambda lines: _changed(lines, _record_at(lines, "entity"),
+                                lambda v: v["data"].update(name={"$evil": 1})), "unknown tagged"),
+        (lambda lines: _changed(lines, 0, lambda v: v.update(version=2)), "format version 2"),
+        (lambda lines: _changed(lines, 0, lambda v: v.update(schema_version=999)), "newer"),
+        (lambda lines: _changed(lines, 1, lambda v: v["retention"].update(mode="all")), "retention"),
+    ],
+)
+async def test_a_crafted_file_with_a_fresh_checksum_is_refused_too(
+    migrated_store, craft, reason
+) -> None:
+    """A file edited and given a checksum that matches: the checks of each line still
+    hold, and nothing is written."""
+    lines = list(_resealed(craft(await sample(migrated_store))))
+    target = await migrated_store()
+    with pytest.raises(ImportRefused, match=reason):
+        await loaded(target, lines)
+    assert all(not rows for rows in (await export_graph(target)).values())
