@@ -1,4 +1,5 @@
-"""Tenants, who belongs to them with which role, and API tokens."""
+"""Tenants, who belongs to them with which role, API tokens, and the questions members
+asked."""
 
 from __future__ import annotations
 
@@ -126,3 +127,28 @@ class ApiToken(models.Model):
     @property
     def is_active(self) -> bool:
         return self.revoked_at is None
+
+
+QUESTIONS_KEPT = 20  # a user's last questions kept per tenant
+
+
+class Question(models.Model):
+    """A question a member asked of a tenant's graph (the Ask page, `POST ask`), with the
+    moments it was asked at; the last QUESTIONS_KEPT per user and tenant are kept, for the
+    page's history (tenants/services.py question_record)."""
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="questions"
+    )
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="questions")
+    text = models.TextField()
+    as_of = models.DateTimeField(null=True, blank=True)
+    known_at = models.DateTimeField(null=True, blank=True)
+    asked_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-asked_at", "-pk"]
+        indexes = [models.Index(fields=["user", "tenant", "-asked_at"], name="questions_of_user")]
+
+    def __str__(self) -> str:
+        return f"{self.user} in {self.tenant.slug}: {self.text[:60]}"

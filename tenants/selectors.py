@@ -1,11 +1,19 @@
-"""Reads on tenants and memberships."""
+"""Reads on tenants, memberships, tokens and asked questions."""
 
 from __future__ import annotations
 
 from django.contrib.auth.models import User
 from django.db.models import QuerySet
 
-from tenants.models import ApiToken, Invitation, Membership, Role, Tenant
+from tenants.models import (
+    QUESTIONS_KEPT,
+    ApiToken,
+    Invitation,
+    Membership,
+    Question,
+    Role,
+    Tenant,
+)
 
 CURATING = [role.value for role in Role if role.rank >= Role.CURATOR.rank]
 
@@ -44,3 +52,10 @@ def invitations_of_user(user: User) -> QuerySet[Invitation]:
 
 def tokens_of_user(user: User) -> QuerySet[ApiToken]:
     return ApiToken.objects.filter(user=user)
+
+
+def questions_of(*, user: User, tenant: Tenant) -> QuerySet[Question]:
+    """The questions `user` asked in `tenant`, newest first (QUESTIONS_KEPT at most)."""
+    return Question.objects.filter(user=user, tenant=tenant).order_by("-asked_at", "-pk")[
+        :QUESTIONS_KEPT
+    ]

@@ -1,10 +1,12 @@
-"""Writes on tenants, memberships and tokens. Graph side effects go through the core."""
+"""Writes on tenants, memberships, tokens and asked questions. Graph side effects go
+through the core."""
 
 from __future__ import annotations
 
 import hashlib
 import logging
 import secrets
+from datetime import datetime
 
 from django.conf import settings
 from django.contrib.auth.models import User
@@ -19,7 +21,15 @@ from tenants import events
 from tenants.access import check_slug
 from tenants.errors import InvitationNotFound, LastOwner, TooManyInvitations
 from tenants.graph import graph_runtime, migrations, tenant_graph
-from tenants.models import ApiToken, Invitation, Membership, Role, Tenant
+from tenants.models import (
+    QUESTIONS_KEPT,
+    ApiToken,
+    Invitation,
+    Membership,
+    Question,
+    Role,
+    Tenant,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -217,3 +227,25 @@ def token_authenticate(raw: str) -> User | None:
 
 def _digest(secret: str) -> str:
     return hashlib.sha256(secret.encode()).hexdigest()
+
+
+@transaction.atomic
+def question_record(
+    *,
+    user: User,
+    tenant: Tenant,
+    text: str,
+    as_of: datetime | None = None,
+    known_at: datetime | None = None,
+) -> Question:
+    """Keep a question `user` asked of `tenant`'s graph as their newest; the same
+    question at the same moments asked again moves up rather than appearing twice, and
+    only the QUESTIONS_KEPT newest of the user's in that tenant stay."""
+    mine = Question.objects.filter(user=user, tenant=tenant)
+    mine.filter(text=text, as_of=as_of, known_at=known_at).delete()
+    question = Question.objects.create(
+        user=user, tenant=tenant, text=text, as_of=as_of, known_at=known_at
+    )
+    kept = list(mine.order_by("-asked_at", "-pk").values_list("pk", flat=True)[:QUESTIONS_KEPT])
+    mine.exclude(pk__in=kept).delete()
+    return question
