@@ -17,6 +17,7 @@ from kgapp.graph.llm.transport import LLMConfig
 from kgapp.graph.llm.usage import LLMUsage
 from kgapp.graph.schema import Migration, load_migrations
 from kgapp.graph.search import hybrid
+from kgapp.graph.search.ask import Retrieved, ask_sources
 from kgapp.graph.search.model import SearchRequest, SearchResults
 from kgapp.graph.search.query import QueryRequest, QueryResult, query
 from kgapp.graph.store import GraphRuntime, StoreConfig, TenantGraph, TenantStore
@@ -107,6 +108,20 @@ async def query_with_models(store: TenantStore, spec: QueryRequest) -> QueryResu
     """The query context with this process's embedder and, when one is configured, the
     model (keywords, and the answer when asked for: AnswerUnavailable without one)."""
     return await query(store, spec, embedder(), llm_client(store))
+
+
+async def ask_with_models(store: TenantStore, spec: QueryRequest) -> Retrieved:
+    """Ask's sources with this process's embedder and, when one is configured, the model
+    (the question's keywords)."""
+    return await ask_sources(store, spec, embedder(), llm_client(store))
+
+
+def answer_client() -> LLMClient | None:
+    """A client for one streamed answer, counting what it uses at the configured prices;
+    None: no model is configured. It has no cache: a streamed answer is read once."""
+    if llm_model() is None:
+        return None
+    return LLMClient(llm_config(), usage=LLMUsage(prices=settings.LLM_PRICES))
 
 
 def offline_extractor() -> OfflineExtractor:

@@ -35,6 +35,7 @@ from kgapp.web import refusals
 from kgapp.web.auth import API_AUTH, TokenRefused
 from kgapp.web.ratelimits import RateLimited
 from kgapp.web.routers import (
+    ask,
     health,
     ingest,
     retention,
@@ -64,6 +65,7 @@ api.add_router("/v1/", tenants.router)
 api.add_router("/v1/", tenant.router)
 api.add_router("/v1/", ingest.router)
 api.add_router("/v1/", search.router)
+api.add_router("/v1/", ask.router)
 api.add_router("/v1/", usage.router)
 api.add_router("/v1/", retention.router)
 api.add_router("/v1/", transfer.router)

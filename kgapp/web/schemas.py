@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import asdict, replace
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
@@ -26,6 +27,7 @@ from kgapp.graph.ingest.prepare import saga_record
 from kgapp.graph.ingest.service import FactAdded, fact_add
 from kgapp.graph.jobs import JOB_STATUSES
 from kgapp.graph.records import parse_record_id, to_json
+from kgapp.graph.search.ask import Sources
 from kgapp.graph.search.diff import DIFF_LIMIT, DIFF_MAX_LIMIT, DiffRequest, DiffResult
 from kgapp.graph.search.model import Hit, SearchRequest, SearchResults
 from kgapp.graph.search.query import QueryRequest
@@ -539,14 +541,15 @@ class LayoutIn(Schema):
         return self
 
 
-class QueryIn(TimeIn):
+class QuestionIn(TimeIn):
+    """A question, the moment to read the graph at, and how (`POST query`, `POST ask`)."""
+
     query: str = Field(min_length=1, max_length=2000)
     mode: Literal["local", "global", "hybrid", "naive", "mix"] = "hybrid"
     top_k: int = Field(default=10, ge=1, le=100)
     max_entity_tokens: int = Field(default=1500, ge=50, le=50_000)
     max_relation_tokens: int = Field(default=2500, ge=50, le=50_000)
     max_total_tokens: int = Field(default=6000, ge=100, le=200_000)
-    answer: bool = False
 
     def request(self) -> QueryRequest:
         return QueryRequest(
@@ -557,8 +560,22 @@ class QueryIn(TimeIn):
             max_entity_tokens=self.max_entity_tokens,
             max_relation_tokens=self.max_relation_tokens,
             max_total_tokens=self.max_total_tokens,
-            answer=self.answer,
         )
+
+
+class QueryIn(QuestionIn):
+    answer: bool = False
+
+    def request(self) -> QueryRequest:
+        return replace(super().request(), answer=self.answer)
+
+
+class AskIn(QuestionIn):
+    mode: Literal["local", "global", "hybrid", "naive", "mix"] = Field(
+        default="mix",
+        description="mix (the default here): entities, facts and the source passages the"
+        " answer cites as [S1], [S2], ...",
+    )
 
 
 class CommunitiesIn(Schema):
@@ -757,6 +774,86 @@ class QueryOut(BaseModel):
     chunks: list[ChunkOut]
     context_text: str
     answer: str | None = None
+
+
+# --- POST ask: its answer, one JSON object a line ---------------------------------------
+
+
+class PassageOut(BaseModel):
+    """A passage the answer may cite by its `ref` ([S1]): where it came from and when."""
+
+    ref: str
+    episode: str
+    name: str
+    document: str | None = Field(description="the document's title or file name, if any")
+    said_at: Stamp
+    excerpts: list[str]
+
+
+class SourceFactOut(BaseModel):
+    id: str
+    fact: str
+    relation: str
+    source: str
+    source_name: str
+    target: str
+    target_name: str
+    valid_at: Stamp
+    invalid_at: Stamp | None
+
+
+class SourceEntityOut(BaseModel):
+    id: str
+    name: str
+    entity_type: str | None
+
+
+class SourcesLine(BaseModel):
+    """The first line: what the answer is drawn from."""
+
+    type: Literal["sources"] = "sources"
+    passages: list[PassageOut]
+    facts: list[SourceFactOut]
+    entities: list[SourceEntityOut]
+
+    @classmethod
+    def of(cls, sources: Sources) -> SourcesLine:
+        return cls.model_validate(asdict(sources))
+
+
+class DeltaLine(BaseModel):
+    """The next piece of the answer's text, as the model wrote it."""
+
+    type: Literal["delta"] = "delta"
+    text: str
+
+
+class DoneLine(BaseModel):
+    """The answer is complete; what its model call used."""
+
+    type: Literal["done"] = "done"
+    usage: list[UsageRowOut]
+
+
+class AnswerUnavailableLine(BaseModel):
+    """No model is configured: the sources are all there is."""
+
+    type: Literal["answer_unavailable"] = "answer_unavailable"
+    detail: str
+
+
+class AnswerErrorLine(BaseModel):
+    """The model failed while answering; the sources still stand."""
+
+    type: Literal["error"] = "error"
+    detail: str
+
+
+class QuestionOut(Schema):
+    text: str
+    as_of: Stamp | None
+    known_at: Stamp | None
+    asked_at: Stamp
 
 
 class NodeDataOut(RecordOut):

@@ -66,7 +66,7 @@ def _fact(source: str, target: str, valid_at: str, text: str | None = None) -> d
 def seed(side: Side, writer: Client) -> None:
     """The same story in both tenants (same names, so the same entity and episode ids),
     and in B, marked records of every kind: entity, fact, episode, document, job,
-    community, ontology type, token, audit entry."""
+    community, ontology type, token, audit entry, asked question."""
     mark = side.marker
     base = side.base
     tail = f" ({mark})" if mark else ""
@@ -79,6 +79,11 @@ def seed(side: Side, writer: Client) -> None:
     if mark:
         secret_fact = _fact(f"Quill {mark}", f"Vault {mark}", "2023-05-01T00:00:00Z")
         assert post_json(writer, f"{base}/facts", secret_fact).status_code == 201
+        # A question in B's history (GET questions), asked through POST ask.
+        from tests.security.attempts import streamed  # (attempts imports this module)
+
+        asked = post_json(writer, f"{base}/ask", {"query": f"Where does Quill {mark} work?"})
+        assert asked.status_code == 200 and b'"type":"sources"' in streamed(asked)
     shared = {"content": "Alice met Bob at Acme Corp.", "reference_time": "2024-01-10T00:00:00Z"}
     assert post_json(writer, f"{base}/episodes", shared).status_code == 202
     if mark:

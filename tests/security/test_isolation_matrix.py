@@ -622,6 +622,10 @@ def test_tenant_a_reaches_nothing_of_tenant_b(two_sides: Sides, capsys) -> None:
     # A's whole-tenant export was really read (and held none of B's markers).
     exports = [o for o in outcomes if o.attempt.target == "GET /api/v1/t/{tenant}/export"]
     assert any(o.status == 200 for o in exports)
+    # A asked its own graph and read its own question history (B's question, marked,
+    # never in them).
+    for door in ("POST /api/v1/t/{tenant}/ask", "GET /api/v1/t/{tenant}/questions"):
+        assert any(o.status == 200 for o in outcomes if o.attempt.target == door), door
     # The attacker's own credentials worked throughout: the refusals are not a 401 wall.
     assert sum(200 <= o.status < 300 for o in outcomes if o.attempt.area == "api") > 100
     assert sides.a.client.get(f"{sides.a.base}/").status_code == 200
@@ -657,3 +661,24 @@ def test_an_operation_the_matrix_cannot_fill_fails_it(two_sides: Sides) -> None:
     }
     exports = [a for a in attempts if a.target == "GET /api/v1/t/{tenant}/exports"]
     assert any(quote(two_sides.b.slug) in a.url for a in exports) and len(exports) >= 7
+
+
+def test_question_history_stays_with_its_asker_and_tenant(make_tenant, make_user, token_client) -> None:
+    """One user in both tenants asks in B: neither their history in A nor that of B's
+    other members holds it; A's member cannot list B's at all."""
+    from tenants import services
+    from tenants.models import Role
+
+    a, b = make_tenant(), make_tenant()
+    both, b_other, a_only = make_user(), make_user(), make_user()
+    for tenant, user in ((a, both), (b, both), (b, b_other), (a, a_only)):
+        services.membership_set(tenant=tenant, user=user, role=Role.VIEWER)
+    marker = "bonlyquestion"
+    asked = post_json(token_client(both), f"/api/v1/t/{b.slug}/ask", {"query": f"Who is {marker}?"})
+    assert asked.status_code == 200
+    client = token_client(both)
+    assert [q["text"] for q in client.get(f"/api/v1/t/{b.slug}/questions").json()] == [f"Who is {marker}?"]
+    for reader, slug in ((both, a.slug), (b_other, b.slug), (a_only, a.slug)):
+        answer = token_client(reader).get(f"/api/v1/t/{slug}/questions")
+        assert answer.status_code == 200 and answer.json() == []
+    assert token_client(a_only).get(f"/api/v1/t/{b.slug}/questions").status_code == 404
