@@ -8,7 +8,7 @@ import { status } from './explorer/dom.js';
 import { cy, WEBGL } from './explorer/graph.js';
 import { layout } from './explorer/layout.js';
 import { applyTime } from './explorer/time.js';
-import { clear, loadGraph, merge } from './explorer/elements.js';
+import { clear, focusFact, loadGraph, merge, seed } from './explorer/elements.js';
 import { connect, seenAt } from './explorer/live.js';
 import { setup } from './explorer/controls.js';
 
@@ -16,14 +16,24 @@ import { setup } from './explorer/controls.js';
 const hook = { cy, state, applyTime, merge, layout, clear, seenAt, webgl: WEBGL };
 window.kgExplorer = hook;
 
-async function start() {
-  setup();
+// The first view: around ?fact=<fact id> or ?seed=<entity id> when the address names one
+// (links from the Ask page), else the most connected entities.
+async function firstView() {
+  const asked = new URLSearchParams(window.location.search);
+  if (asked.get('fact')) return focusFact(asked.get('fact'));
+  if (asked.get('seed')) return seed(asked.get('seed'));
   try {
     await loadGraph();
     status('Ready');
   } catch (error) {
     status(`Could not load the graph: ${error.message}`);
   }
+  return undefined;
+}
+
+async function start() {
+  setup();
+  await firstView();
   connect((socket) => { hook.socket = socket; });
 }
 

@@ -21,3 +21,15 @@ export function visible(fact, validAt, knownAt) {
   return fact.valid_at <= validAt && validAt < (fact.invalid_at ?? NEVER)
     && fact.created_at <= knownAt && knownAt < (fact.expired_at ?? NEVER);
 }
+
+// <input type=datetime-local> values read and written as UTC (the pages show UTC, as the
+// API does). inputMoment: the ISO instant a value names, or null when it names none.
+export function inputMoment(value) {
+  const moment = Date.parse(`${value}Z`);
+  return Number.isNaN(moment) ? null : new Date(moment).toISOString();
+}
+
+// The value that shows `moment` (milliseconds or an ISO timestamp), to the second.
+export function inputValue(moment) {
+  return new Date(moment).toISOString().slice(0, 19);
+}

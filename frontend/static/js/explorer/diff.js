@@ -5,7 +5,7 @@
 // time.js's factShown reads); clearing it gives the sliders the graph back. Text from
 // the graph is set as text only.
 
-import { NEVER } from '../time.js';
+import { inputMoment, inputValue, NEVER } from '../time.js';
 import { state } from './state.js';
 import { $, api, root, status, text } from './dom.js';
 import { cy } from './graph.js';
@@ -20,11 +20,7 @@ const MARKED = KINDS.map(([kind]) => `.diff-${kind}`).join(', ');
 const AXIS_NAMES = { valid: 'Valid time', known: 'As known at' };
 
 // <input type=datetime-local> holds UTC here (the explorer's times are all UTC).
-function inputValue(moment) { return new Date(moment).toISOString().slice(0, 19); }
-function readInput(input) {
-  const moment = Date.parse(`${input.value}Z`);
-  return Number.isNaN(moment) ? null : new Date(moment).toISOString();
-}
+function readInput(input) { return inputMoment(input.value); }
 
 // The moment the axis's slider is at. At "now", `atNow`: the bar opens with the start
 // of the graph's span then (comparing now with now would show nothing).

@@ -1,5 +1,6 @@
 // What is in the graph: rows from the API or from live changes merged into the state
-// and into Cytoscape, forgotten when deleted, and loaded (the first view, or around a seed).
+// and into Cytoscape, forgotten when deleted, and loaded (the first view, around a seed,
+// or around one fact).
 
 import { ms, NEVER } from '../time.js';
 import { state } from './state.js';
@@ -7,7 +8,7 @@ import { $, api, status } from './dom.js';
 import { colourOf, communityColour, cy, tune } from './graph.js';
 import { layout, nearNeighbour } from './layout.js';
 import { applyTime, drawHistogram, factShown, setShown, viewpoint } from './time.js';
-import { showEntity } from './panel.js';
+import { showEntity, showFact } from './panel.js';
 
 function nodeData(row) {
   const id = row.id;
@@ -140,5 +141,30 @@ export async function seed(id) {
     status('Ready');
   } catch (error) {
     status(`Could not load that entity: ${error.message}`);
+  }
+}
+
+// One fact in focus (the Ask page links to ?fact=<id>): the neighbourhood of its source
+// loaded, the fact itself added should that page leave it out, drawn among the ended
+// facts when it has ended, selected, centred and shown in the panel.
+export async function focusFact(id) {
+  status('Loading…');
+  try {
+    const fact = await api(`/facts/${encodeURIComponent(id)}`);
+    await loadGraph(`seed=${encodeURIComponent(fact.source)}&depth=1&limit=60`);
+    if (!state.facts.has(id)) {
+      const ends = [[fact.source, fact.source_name], [fact.target, fact.target_name]];
+      merge(ends.filter(([end]) => !state.nodes.has(end)).map(([end, name]) => ({ id: end, name })), [fact]);
+    }
+    if (factShown(id, state.facts.get(id), viewpoint()) === 'off') $('show-history').checked = true;
+    applyTime();
+    const edge = cy.getElementById(id);
+    cy.elements().unselect();
+    edge.select();
+    cy.animate({ center: { eles: edge }, zoom: Math.max(cy.zoom(), 1) }, { duration: 250 });
+    await showFact(id);
+    status('Ready');
+  } catch (error) {
+    status(`Could not load that fact: ${error.message}`);
   }
 }
