@@ -19,6 +19,7 @@ urlpatterns = [
     path("t/<str:slug>/", views.tenant_home, name="tenant-home"),
     path("t/<str:slug>/explore", views.explore, name="explore"),
     path("t/<str:slug>/uploads", views.uploads, name="uploads"),
+    path("t/<str:slug>/ask", views.ask, name="ask"),
     path("t/<str:slug>/retention", views.retention, name="retention"),
     path("accounts/login/", views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),

@@ -10,7 +10,7 @@ from django.urls import reverse
 from tenants import selectors
 
 # The tenant pages that exist in every tenant: switching keeps the user on the same one.
-TENANT_PAGES = ("tenant-home", "explore", "uploads")
+TENANT_PAGES = ("tenant-home", "explore", "uploads", "ask")
 
 
 def tenant_switcher(request: HttpRequest) -> dict[str, Any]:

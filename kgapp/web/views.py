@@ -75,6 +75,12 @@ def uploads(request: HttpRequest, slug: str) -> HttpResponse:
     return _tenant_page(request, "uploads.html")
 
 
+def ask(request: HttpRequest, slug: str) -> HttpResponse:
+    """Questions answered from the graph with their sources (every member; the page
+    reads POST ask and GET questions)."""
+    return _tenant_page(request, "ask.html")
+
+
 def retention(request: HttpRequest, slug: str) -> HttpResponse:
     """The retention policy, its preview, runs and archives (owners; the page reads the API)."""
     if not request.tenant_access.allows(Role.OWNER):  # type: ignore[attr-defined]

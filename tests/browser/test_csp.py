@@ -1,6 +1,6 @@
 """The Content-Security-Policy in a real browser: the explorer (Cytoscape from npm), the
-uploads page, the admin's graph pages, the API docs and the retention page work under it,
-and chromium reports no violation."""
+uploads page, the Ask page, the admin's graph pages, the API docs and the retention page
+work under it, and chromium reports no violation."""
 
 from __future__ import annotations
 
@@ -53,6 +53,15 @@ def test_pages_work_under_the_csp(make_tenant, member, make_user, token_client, 
     browser.get(f"{web_server}/t/{tenant.slug}/uploads")
     wait_for(browser, "return document.getElementById('jobs') !== null")
     assert browser.find_elements(By.ID, "drop")
+    assert violations(browser) == []
+
+    # The Ask page streams its answer (here, without a model: the sources and a note).
+    browser.get(f"{web_server}/t/{tenant.slug}/ask")
+    wait_for(browser, "return document.getElementById('history').textContent === 'No questions yet.'")
+    browser.find_element(By.ID, "question").send_keys("Where does Greta work?")
+    browser.find_element(By.ID, "ask-submit").click()
+    wait_for(browser, "return document.getElementById('ask-status').textContent === 'Sources only.'")
+    assert "Helix Labs" in browser.find_element(By.ID, "facts").text
     assert violations(browser) == []
 
     # The admin's fact page draws its two time bars (SVG, no style attributes).
