@@ -143,7 +143,8 @@ async def main(count: int) -> None:
               f" ({out['lines']:,} lines, {out['bytes'] / out['lines']:.0f} B a line)"
               f"  peak {out['peak_mib']:.0f} MiB (process before: {out['before_mib']:.0f} MiB)")
         back = in_child("import", server, "t_bench_import", first)
-        print(f"  import  {back['check_s'] + back['write_s']:7.1f} s  (check {back['check_s']:.1f} s,"
+        took = back["check_s"] + back["write_s"]
+        print(f"  import  {took:7.1f} s  (check {back['check_s']:.1f} s,"
               f" write {back['write_s']:.1f} s, {back['records']:,} records)"
               f"  peak {back['peak_mib']:.0f} MiB (process before: {back['before_mib']:.0f} MiB)")
         in_child("export", server, "t_bench_import", second)
