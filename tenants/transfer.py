@@ -25,6 +25,7 @@ from kgapp.graph.export.job import import_job
 from kgapp.graph.export.jsonl import TenantMeta, export_lines
 from kgapp.graph.export.load import (
     ImportRefused,
+    TenantNotEmpty,
     check_empty,
     export_lines_of,
 )
@@ -83,6 +84,15 @@ def import_directory() -> Path:
     directory = Path(settings.IMPORT_DIR)
     directory.mkdir(parents=True, exist_ok=True)
     return directory
+
+
+def import_possible(tenant: Tenant) -> bool:
+    """Whether the tenant is empty, so that an import may load into it."""
+    try:
+        import_check_empty(tenant)
+    except TenantNotEmpty:
+        return False
+    return True
 
 
 def import_check_empty(tenant: Tenant) -> None:

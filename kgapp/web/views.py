@@ -12,7 +12,7 @@ from django.views.decorators.http import require_POST
 from kgapp.graph import stats
 from kgapp.web import ratelimits
 from kgapp.web.auth import AuthenticatedHttpRequest
-from tenants import selectors, services
+from tenants import selectors, services, transfer
 from tenants.errors import TenantAccessError
 from tenants.graph import tenant_graph
 from tenants.middleware import error_page
@@ -57,9 +57,10 @@ def invitation_answer(
 
 
 def tenant_home(request: HttpRequest, slug: str) -> HttpResponse:
-    tenant = request.tenant_access.tenant  # type: ignore[attr-defined]
-    counts = tenant_graph(tenant).run(stats.graph_counts)
-    return _tenant_page(request, "tenant_home.html", counts=counts)
+    access = request.tenant_access  # type: ignore[attr-defined]
+    counts = tenant_graph(access.tenant).run(stats.graph_counts)
+    importable = access.allows(Role.OWNER) and transfer.import_possible(access.tenant)
+    return _tenant_page(request, "tenant_home.html", counts=counts, importable=importable)
 
 
 def explore(request: HttpRequest, slug: str) -> HttpResponse:
