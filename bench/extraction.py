@@ -5,7 +5,7 @@ How: the local SurrealDB server (mem://), Django with the test settings and a sc
 SQLite database, a tenant made by `tenant_create`, and a staff user whose test client
 POSTs the file to `/api/v1/t/{slug}/documents`, Celery running the ingest task eagerly.
 No model is configured (the OPENAI_* variables are ignored here), so ingestion uses the
-offline extractor. The graph is then read whole (`curation.export.export_graph`); "current"
+offline extractor. The graph is then read whole (`export.snapshot.export_graph`); "current"
 means, as of now, an entity not merged into another, and a fact not expired and not
 invalidated (valid_at <= now < invalid_at, and expired_at unset or later than now).
 
@@ -288,11 +288,11 @@ class Graph:
 
 
 def read_graph(slug: str) -> Graph:
-    from kgapp.graph.curation import export
+    from kgapp.graph.export import snapshot
     from tenants.graph import tenant_graph
     from tenants.models import Tenant
 
-    exported = tenant_graph(Tenant.objects.get(slug=slug)).run(export.export_graph)
+    exported = tenant_graph(Tenant.objects.get(slug=slug)).run(snapshot.export_graph)
     now = datetime.now(UTC)
     entities = {str(e["id"]): e for e in exported["entity"] if not e.get("merged_into")}
     aliases: dict[str, set[str]] = {}

@@ -54,9 +54,9 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from kgapp import surreal_server  # noqa: E402
 from kgapp.graph import queries, schema  # noqa: E402
-from kgapp.graph.curation.export import export_graph  # noqa: E402
 from kgapp.graph.documents.parse import parse_document  # noqa: E402
 from kgapp.graph.embeddings import Embedder, local_embedder  # noqa: E402
+from kgapp.graph.export.snapshot import export_graph  # noqa: E402
 from kgapp.graph.ingest.service import (  # noqa: E402
     Removal,
     RemovalPreview,

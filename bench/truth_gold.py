@@ -16,7 +16,7 @@ from typing import Any, Self
 
 import snowballstemmer
 
-from kgapp.graph.curation.export import export_graph
+from kgapp.graph.export.snapshot import export_graph
 from kgapp.graph.ontology import DEFAULT_ONTOLOGY, GENERIC_RELATION
 from kgapp.graph.store import TenantStore
 

@@ -1,5 +1,5 @@
 """The demo graph measured against `answer_key.toml`: what bench/demo.py prints and
-tests/demo check. Reads a whole-tenant export (`curation.export.export_graph`)."""
+tests/demo check. Reads a whole-tenant export (`export.snapshot.export_graph`)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 
 from kgapp.demo.dataset import answer_key
 from kgapp.graph import stats
-from kgapp.graph.curation.export import export_graph
+from kgapp.graph.export.snapshot import export_graph
 from kgapp.graph.store import TenantStore
 
 

@@ -18,7 +18,7 @@ from bench.compare.model import Answerer, BenchModel, Embeddings
 from bench.compare.systems.base import System, SystemEntity, SystemFact
 from kgapp import surreal_server
 from kgapp.graph import jobs, schema
-from kgapp.graph.curation.export import export_graph
+from kgapp.graph.export.snapshot import export_graph
 from kgapp.graph.index.cache import tenant_index
 from kgapp.graph.ingest.model import EpisodeInput
 from kgapp.graph.ingest.pipeline import ingest_job

@@ -12,10 +12,10 @@ from kgapp.graph import jobs, queries
 from kgapp.graph.curation.common import CurationRefused
 from kgapp.graph.curation.corrections import correct_fact, invalidate_fact
 from kgapp.graph.curation.duplicates import candidates, decide_candidate, generate_candidates
-from kgapp.graph.curation.export import export_graph
 from kgapp.graph.curation.merge import merge_entities
 from kgapp.graph.curation.undo import undo
 from kgapp.graph.embeddings import local_embedder
+from kgapp.graph.export.snapshot import export_graph
 from kgapp.graph.ingest.model import EpisodeInput
 from kgapp.graph.ingest.pipeline import ingest_job
 from kgapp.graph.records import record_key

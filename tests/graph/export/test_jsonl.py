@@ -12,7 +12,6 @@ from datetime import UTC, datetime
 import pytest
 
 from kgapp.graph import jobs
-from kgapp.graph.curation.export import export_graph
 from kgapp.graph.curation.merge import merge_entities
 from kgapp.graph.embeddings import local_embedder
 from kgapp.graph.export.jsonl import TenantMeta, export_lines
@@ -23,6 +22,7 @@ from kgapp.graph.export.load import (
     check_target,
     load_export,
 )
+from kgapp.graph.export.snapshot import export_graph
 from kgapp.graph.export.tables import NOT_EXPORTED, TABLES
 from kgapp.graph.ingest.model import EpisodeInput
 from kgapp.graph.ingest.pipeline import ingest_job

@@ -10,8 +10,8 @@ from datetime import UTC, datetime
 
 import networkx as nx
 
-from kgapp.graph.curation.export import export_graph
 from kgapp.graph.export.moment import FACT_COLUMNS, entities_csv, facts_csv, graphml
+from kgapp.graph.export.snapshot import export_graph
 from kgapp.graph.records import record_key
 from kgapp.graph.time import Moment
 from tests.graph.export.test_jsonl import built

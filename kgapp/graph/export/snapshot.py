@@ -1,5 +1,6 @@
-"""A whole tenant's graph, table by table: for comparing before and after (tests), and
-for exports."""
+"""A whole tenant's graph tables read at once, table by table in id order: for comparing
+a graph before and after (tests, the demo's score, benchmarks). A tenant's export for
+people (streamed, every table, typed JSON) is `jsonl.py`."""
 
 from __future__ import annotations
 
