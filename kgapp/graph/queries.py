@@ -1017,8 +1017,10 @@ ADMIN_FACTS = f"""
 SELECT {_FACT_FIELDS} FROM relates_to WHERE {_FACT_FILTERS}
 ORDER BY created_at DESC LIMIT $limit START $offset;
 """
-ADMIN_FACTS_MATCHING = f"""
-SELECT {_FACT_FIELDS} FROM relates_to WHERE fact @1@ $q AND {_FACT_FILTERS}
+# The same among the facts whose words match (the search index finds them: SurrealDB's
+# own full-text index of facts is gone, schema/0017).
+ADMIN_FACTS_AMONG = f"""
+SELECT {_FACT_FIELDS} FROM $ids WHERE id != NONE AND {_FACT_FILTERS}
 ORDER BY created_at DESC LIMIT $limit START $offset;
 """
 ADMIN_RELATIONS = "SELECT VALUE relation FROM relates_to GROUP BY relation;"

@@ -168,3 +168,24 @@ def test_communities_rebuild_from_the_admin(curated) -> None:
     kinds = [j["kind"] for j in api_a.get(f"/api/v1/t/{a.slug}/jobs").json()]
     assert "communities" in kinds
     assert client.post(f"/admin/graph/{b.slug}/communities/rebuild/").status_code == 404
+
+
+def test_the_word_filter_finds_facts_with_every_word_in_this_tenant_only(curated) -> None:
+    """The filter reads the search index (stems and case folded), keeps the other
+    filters, and never shows another tenant's facts with the same words."""
+    a, b, api_a, carol, _ = curated
+    add_fact(api_a, a.slug, "Bob", "Secret Labs", "2024-03-01T00:00:00Z")
+    client = browser_of(carol)
+
+    def shown(**query) -> set[str]:
+        page = client.get(f"/admin/graph/{a.slug}/facts/", query)
+        assert page.status_code == 200
+        return set(re.findall(r"(Alice|Bob) WORKS_AT (Acme Corp|Beta Inc|Secret Labs)",
+                              page.content.decode()))
+
+    assert shown(q="alice ACME") == {("Alice", "Acme Corp")}
+    assert shown(q="working alice") == {("Alice", "Acme Corp"), ("Alice", "Beta Inc")}
+    assert shown(q="secret") == {("Bob", "Secret Labs")}  # A's own Bob, not B's
+    assert shown(q="alice secret") == set()
+    assert shown(q="alice", relation="KNOWS") == set()
+    assert shown(q="...") == shown()  # no words: no word filter

@@ -9,10 +9,15 @@ from surrealdb.data.types.record_id import RecordID
 
 from kgapp.graph import queries
 from kgapp.graph.curation.common import CurationRefused, record_of
-from kgapp.graph.records import found
+from kgapp.graph.index.analysis import terms
+from kgapp.graph.index.cache import fact_index
+from kgapp.graph.records import found, parse_record_id
 from kgapp.graph.store import TenantStore
 
 FACT_STATES = ("current", "invalidated", "expired")
+# The facts a word filter considers, the best matches first: past this many, the list
+# shows those, newest first (a filter of words that common is no filter).
+MATCHES = 10_000
 
 
 async def facts_page(
@@ -28,7 +33,8 @@ async def facts_page(
     limit: int = 50,
     offset: int = 0,
 ) -> list[dict[str, Any]]:
-    """Facts, newest first, filtered; `q` matches the fact's words (all of them)."""
+    """Facts, newest first, filtered; `q` matches the fact's words (all of them, as the
+    search index analyses them: stems, case and accents folded)."""
     if state is not None and state not in FACT_STATES:
         raise CurationRefused(f"state is one of {', '.join(FACT_STATES)}")
     params = {
@@ -42,8 +48,11 @@ async def facts_page(
         "offset": offset,
         "q": q,
     }
-    sql = queries.ADMIN_FACTS_MATCHING if q else queries.ADMIN_FACTS
-    return list(await store.query_one(sql, params) or [])
+    if not q or not terms(q):  # no words (punctuation only): no word filter
+        return list(await store.query_one(queries.ADMIN_FACTS, params) or [])
+    index = await fact_index(store, fresh=True)
+    params["ids"] = [parse_record_id(key, "relates_to") for key in index.matching(q, MATCHES)]
+    return list(await store.query_one(queries.ADMIN_FACTS_AMONG, params) or [])
 
 
 async def relations(store: TenantStore) -> list[str]:

@@ -169,6 +169,17 @@ class TableIndex:
             order = np.lexsort((rows, -scores))[:limit]
             return [(self.keys[int(rows[i])], float(scores[i])) for i in order]
 
+    def matching(self, text: str, limit: int) -> list[str]:
+        """The keys of live rows whose text holds every term of `text` (at most `limit`,
+        the best matches by BM25)."""
+        if self.text is None or not limit:
+            return []
+        with self.lock:
+            rows = self.text.matching(text, limit)
+            alive = self.column("alive")
+            rows = rows[rows < self.size]
+            return [self.keys[int(row)] for row in rows if alive[row]]
+
     def cosine(
         self, vector: Sequence[float], mask: np.ndarray, limit: int
     ) -> list[tuple[str, float]]:

@@ -86,6 +86,29 @@ class TextReader:
     def reload(self) -> None:
         self.index.reload()
 
+    def matching(self, query: str, limit: int) -> np.ndarray:
+        """Rows whose text holds every term of the query (in any text field), at most
+        `limit`, the best by BM25 first; none for a query with no terms."""
+        wanted = sorted(set(analysis.terms(query)))
+        if not wanted:
+            return np.zeros(0, dtype=np.int64)
+        clauses = [
+            (
+                tantivy.Occur.Must,
+                tantivy.Query.boolean_query(
+                    [
+                        (tantivy.Occur.Should, tantivy.Query.term_query(self.schema, field, term))
+                        for field in self.fields
+                    ]
+                ),
+            )
+            for term in wanted
+        ]
+        searcher = self.index.searcher()
+        found = searcher.search(tantivy.Query.boolean_query(clauses), limit)
+        addresses = [address for _, address in found.hits]
+        return np.asarray(searcher.fast_field_values("row", addresses), dtype=np.int64)
+
     def search(self, query: str, limit: int) -> tuple[np.ndarray, np.ndarray, bool]:
         """The best `limit` rows for the query's terms (each once, in every text field),
         their scores, and whether more rows match."""
