@@ -12,6 +12,7 @@ is cleared again: a failed import leaves the tenant empty, as it found it.
 
 from __future__ import annotations
 
+import asyncio
 import gzip
 import hashlib
 import json
@@ -34,6 +35,7 @@ from kgapp.graph.schema import schema_version
 from kgapp.graph.store import TenantStore
 
 BATCH = 250  # records per INSERT
+WRITERS = 2  # INSERTs in flight at once (bench/export.py: one more keeps the server busy)
 TABLE_NAMES = frozenset(BY_NAME)
 Progress = Callable[[int], Awaitable[None]]  # records written so far
 
@@ -242,7 +244,7 @@ async def _holds_any(store: TenantStore, table: str) -> bool:
 async def load_export(store: TenantStore, lines: Iterator[bytes], progress: Progress) -> int:
     """Write a checked export's records; returns how many. On failure: ImportFailed,
     with everything written cleared."""
-    written = 0
+    writes = _Writes(store, progress)
     batch: list[dict[str, Any]] = []
     table = ""
     try:
@@ -251,13 +253,14 @@ async def load_export(store: TenantStore, lines: Iterator[bytes], progress: Prog
             if value.get("kind") != "record":
                 continue
             if value["table"] != table or len(batch) >= BATCH:
-                written += await _write(store, table, batch)
-                await progress(written)
+                await writes.add(table, batch)
                 batch, table = [], value["table"]
             batch.append(codec.decode(value["data"]))
-        written += await _write(store, table, batch)
+        await writes.add(table, batch)
+        await writes.drain()
     except Exception as error:
-        reason = f"the import stopped after {written} records: {error}"
+        await writes.cancel()
+        reason = f"the import stopped after {writes.written} records: {error}"
         try:
             await clear_import(store)
         except GraphError as clearing:
@@ -266,7 +269,45 @@ async def load_export(store: TenantStore, lines: Iterator[bytes], progress: Prog
                 " import into a new one"
             )
         raise ImportFailed(reason) from error
-    return written
+    return writes.written
+
+
+class _Writes:
+    """Batches in flight, WRITERS at most, all of one table: a table's batches go out
+    together, and every one is written before the next table's (a relation after both
+    of its ends)."""
+
+    def __init__(self, store: TenantStore, progress: Progress) -> None:
+        self.store, self.progress = store, progress
+        self.table = ""
+        self.flying: set[asyncio.Task[int]] = set()
+        self.written = 0
+
+    async def add(self, table: str, rows: list[dict[str, Any]]) -> None:
+        if not rows:
+            return
+        if table != self.table:
+            await self.drain()
+            self.table = table
+        while len(self.flying) >= WRITERS:
+            await self._landed(asyncio.FIRST_COMPLETED)
+        self.flying.add(asyncio.ensure_future(_write(self.store, table, rows)))
+
+    async def drain(self) -> None:
+        if self.flying:
+            await self._landed(asyncio.ALL_COMPLETED)
+            await self.progress(self.written)
+
+    async def _landed(self, when: str) -> None:
+        done, self.flying = await asyncio.wait(self.flying, return_when=when)
+        for task in done:
+            self.written += task.result()  # a failed write raises here
+
+    async def cancel(self) -> None:
+        for task in self.flying:
+            task.cancel()
+        await asyncio.gather(*self.flying, return_exceptions=True)
+        self.flying = set()
 
 
 async def _write(store: TenantStore, table: str, rows: list[dict[str, Any]]) -> int:
