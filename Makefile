@@ -29,15 +29,15 @@ truth: setup ## Graph truth: the graph scored against the gold set and Re-DocRED
 
 bench: setup ## Run the benchmarks in bench/ and print their figures (not the load test)
 	@for script in bench/*.py; do \
-	  case "$$script" in bench/load.py|bench/locustfile.py|bench/faults.py|bench/restarts.py|bench/conftest.py|bench/scratch.py|bench/truth_gold.py|bench/truth_redocred.py) continue;; esac; \
+	  case "$$script" in bench/load.py|bench/locustfile.py|bench/faults.py|bench/restarts.py|bench/conftest.py|bench/scratch.py|bench/truth_gold.py|bench/truth_redocred.py|bench/million.py) continue;; esac; \
 	  echo "== $$script"; .venv/bin/python $$script || exit 1; done
 
 bench-compare: setup ## kgapp vs Graphiti vs LightRAG, same corpus and model: writes docs/benchmarks.md
 	bench/compare/setup
 	var/compare/venv/bin/python -m bench.compare $(COMPARE_ARGS)
 
-bench-million: setup ## Search at 1,000,000 generated facts (composed vectors; the load alone takes tens of minutes)
-	.venv/bin/python bench/search.py --facts 1000000 --runs 30 --composed-vectors
+bench-million: setup ## 1,000,000 generated facts loaded through the tenant import into RocksDB, then search (MILLION_FACTS=n)
+	.venv/bin/python bench/million.py --facts $(or $(MILLION_FACTS),1000000) --runs 30
 
 load: setup ## Load test: paced mixed search/query/graph steps (LOAD_ARGS="--rates 5 10")
 	.venv/bin/python bench/load.py $(LOAD_ARGS)

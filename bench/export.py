@@ -11,7 +11,7 @@ server (mem://). Then, each in a fresh process so that its peak memory is its ow
   namespace in batches (`check_export`, `check_target`, `load_export`);
 - the import's namespace exported again, and compared with the first file.
 
-    .venv/bin/python bench/export.py [--facts 100000]
+    .venv/bin/python bench/export.py [--facts 10000]   (the README's row: --facts 100000)
 
 Peak memory is VmHWM, the process's peak resident memory, with what the process held
 before the phase began (Python, the SDK, numpy) reported beside it.
@@ -159,7 +159,7 @@ async def main(count: int) -> None:
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
-    parser.add_argument("--facts", type=int, default=100_000)
+    parser.add_argument("--facts", type=int, default=10_000)
     parser.add_argument("--child", choices=["export", "import"], help=argparse.SUPPRESS)
     parser.add_argument("--namespace", help=argparse.SUPPRESS)
     parser.add_argument("--path", help=argparse.SUPPRESS)
