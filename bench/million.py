@@ -91,7 +91,10 @@ class Generator:
         embedder = local_embedder()
         self.entities: dict[str, list[dict]] = {}
         for kind, listed in names.items():
-            vectors = np.asarray(embedder.embed(listed), dtype=np.float32)
+            vectors = np.concatenate([  # in slices: one call of 8,640 names peaks at 1 GiB
+                np.asarray(embedder.embed(listed[i : i + 256]), dtype=np.float32)
+                for i in range(0, len(listed), 256)
+            ])
             self.entities[kind] = [
                 {"id": RecordID("entity", entity_key(canonical_name(n))), "name": n,
                  "canonical_name": canonical_name(n), "entity_type": kind, "summary": "",
