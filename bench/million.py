@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import hashlib
+import itertools
 import json
 import os
 import random
@@ -115,7 +116,7 @@ class Generator:
                 "tenant": {"slug": "bench", "name": "Bench"},
                 "exported_at": datetime.now(UTC).isoformat()}
         settings = {"kind": "settings", "retention": RetentionPolicy().as_dict()}
-        for value in (head, settings, *self._records(counts)):
+        for value in itertools.chain((head, settings), self._records(counts)):  # lazily
             digest.update(encoded := line(value))
             yield encoded
         yield line({"kind": "trailer", "counts": counts, "records": sum(counts.values()),
