@@ -28,11 +28,9 @@ import argparse
 import asyncio
 import hashlib
 import itertools
-import json
 import os
 import random
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -46,6 +44,7 @@ sys.path.insert(0, str(ROOT))
 import numpy as np  # noqa: E402
 from surrealdb.data.types.record_id import RecordID  # noqa: E402
 
+from bench.export import config, in_child  # noqa: E402
 from bench.search import (  # noqa: E402
     CITIES,
     FIRST,
@@ -61,15 +60,9 @@ from kgapp import surreal_server  # noqa: E402
 from kgapp.graph import schema  # noqa: E402
 from kgapp.graph.embeddings import local_embedder  # noqa: E402
 from kgapp.graph.export.jsonl import FORMAT, VERSION, line, record_line  # noqa: E402
-from kgapp.graph.export.load import (  # noqa: E402
-    check_export,
-    check_target,
-    export_lines_of,
-    load_export,
-)
 from kgapp.graph.export.tables import BY_NAME, TABLES  # noqa: E402
 from kgapp.graph.retention import RetentionPolicy  # noqa: E402
-from kgapp.graph.store import Pool, StoreConfig, TenantStore  # noqa: E402
+from kgapp.graph.store import Pool, TenantStore  # noqa: E402
 from kgapp.graph.text import canonical_name, entity_key  # noqa: E402
 
 PER_EPISODE = 5
@@ -159,35 +152,6 @@ class Generator:
                    "fact_embedding": (total / np.linalg.norm(total)).tolist()}
 
 
-def config() -> StoreConfig:
-    return StoreConfig(url=os.environ["BENCH_SURREAL_URL"], username=os.environ["SURREAL_USER"],
-                       password=os.environ["SURREAL_PASS"], query_timeout=600)
-
-
-async def child_import(path: str) -> dict[str, float]:
-    store = TenantStore(Pool(config(), NAMESPACE))
-    await schema.migrate(store, schema.load_migrations(ROOT / "schema"), embedding_dim=384)
-    before = peak_mib()
-    started = time.perf_counter()
-    summary = check_export(export_lines_of(Path(path)))
-    await check_target(store, summary, 384)
-    checked = time.perf_counter()
-
-    async def progress(done: int) -> None:
-        return None
-
-    written = await load_export(store, export_lines_of(Path(path)), progress)
-    return {"check_s": checked - started, "write_s": time.perf_counter() - checked,
-            "records": written, "peak_mib": peak_mib(), "before_mib": before}
-
-
-def run_child(server: surreal_server.RunningServer, path: Path) -> dict:
-    env = {**os.environ, **server.credentials.env(), "BENCH_SURREAL_URL": server.url}
-    done = subprocess.run([sys.executable, __file__, "--child-import", str(path)], env=env,
-                          capture_output=True, text=True, check=True)
-    return json.loads(done.stdout.strip().splitlines()[-1])
-
-
 def server_rss_mib(server: surreal_server.RunningServer) -> float:
     status = Path(f"/proc/{server.process.pid}/status").read_text()
     return next(int(x.split()[1]) / 1024 for x in status.splitlines() if x.startswith("VmRSS:"))
@@ -218,7 +182,7 @@ async def main(count: int, runs: int) -> None:
               " tenant import)", flush=True)
         path = work / "export.jsonl"
         generate(count, path)
-        done = run_child(server, path)
+        done = in_child("import", server, NAMESPACE, path)
         took = done["check_s"] + done["write_s"]
         print(f"  import: {took:.0f} s ({took / 60:.1f} min; check {done['check_s']:.0f} s,"
               f" write {done['write_s']:.0f} s), {done['records'] / took:.0f} records/s,"
@@ -242,9 +206,5 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--facts", type=int, default=1_000_000)
     parser.add_argument("--runs", type=int, default=30)
-    parser.add_argument("--child-import", help=argparse.SUPPRESS)
     arguments = parser.parse_args()
-    if arguments.child_import:
-        print(json.dumps(asyncio.run(child_import(arguments.child_import))))
-    else:
-        asyncio.run(main(arguments.facts, arguments.runs))
+    asyncio.run(main(arguments.facts, arguments.runs))

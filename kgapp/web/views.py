@@ -59,7 +59,11 @@ def invitation_answer(
 def tenant_home(request: HttpRequest, slug: str) -> HttpResponse:
     access = request.tenant_access  # type: ignore[attr-defined]
     counts = tenant_graph(access.tenant).run(stats.graph_counts)
-    importable = access.allows(Role.OWNER) and transfer.import_possible(access.tenant)
+    importable = (  # a tenant with any graph is not empty: skip asking every table
+        access.allows(Role.OWNER)
+        and not any(counts.values())
+        and transfer.import_possible(access.tenant)
+    )
     return _tenant_page(request, "tenant_home.html", counts=counts, importable=importable)
 
 

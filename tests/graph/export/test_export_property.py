@@ -10,22 +10,19 @@ undoing its last merge there leaves the same graph as undoing it in the original
 from __future__ import annotations
 
 import asyncio
-import os
 
 from django.conf import settings
-from hypothesis import HealthCheck, Phase, example, given
-from hypothesis import settings as hsettings
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from kgapp.graph import schema
 from kgapp.graph.curation.common import CurationRefused
 from kgapp.graph.curation.undo import undo
-from kgapp.graph.namespaces import namespace_remove
 from kgapp.graph.store import Pool, StoreConfig, TenantStore
 from tests.conftest import unique_slug
 from tests.graph.export.test_jsonl import META, body, exported, loaded
 from tests.graph.ingest.test_lifecycle_property import (
-    EXAMPLES,
+    SCENARIO_SETTINGS,
     STEP,
     Scenario,
     _fresh,
@@ -77,22 +74,9 @@ class Exported(Scenario):
         await schema.migrate(store, schema.load_migrations(settings.SCHEMA_DIR), embedding_dim=384)
         return store
 
-    async def close(self) -> None:
-        root = TenantStore(Pool(self.config, None))
-        for pool, namespace in self.pools:
-            await pool.close()
-            await namespace_remove(root, namespace)
-        await root._pool.close()
-
 
 def test_any_lifecycle_survives_export_and_import(store_config: StoreConfig) -> None:
-    @hsettings(
-        max_examples=EXAMPLES,
-        deadline=None,
-        derandomize=not os.environ.get("KG_LIFECYCLE_EXAMPLES"),
-        phases=[Phase.explicit, Phase.generate],
-        suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
-    )
+    @SCENARIO_SETTINGS
     @given(st.lists(STEP, min_size=1, max_size=6))
     @example([("upload", 0), ("upload", 4), ("merge", 7)])
     def check(steps: list[tuple[str, int]]) -> None:

@@ -260,11 +260,15 @@ class Scenario:
                         f"after {steps}: {_difference(got, expected)}; model {self.model}"
                     )
         finally:
-            root = TenantStore(Pool(self.config, None))
-            for pool, namespace in self.pools:
-                await pool.close()
-                await namespace_remove(root, namespace)
-            await root._pool.close()
+            await self.close()
+
+    async def close(self) -> None:
+        """Remove every namespace the scenario made."""
+        root = TenantStore(Pool(self.config, None))
+        for pool, namespace in self.pools:
+            await pool.close()
+            await namespace_remove(root, namespace)
+        await root._pool.close()
 
     async def step(self, live: TenantStore, kind: str, choice: int) -> None:
         model = self.model
@@ -318,6 +322,14 @@ class Scenario:
         return await graph_of(scratch)
 
 
+# Each example ingests several times over: report the failure as found.
+SCENARIO_SETTINGS = hsettings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    derandomize=not os.environ.get("KG_LIFECYCLE_EXAMPLES"),
+    phases=[Phase.explicit, Phase.generate],
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
 STEP = st.tuples(
     st.sampled_from(["upload", "upload", "upload", "delete", "fact", "merge", "undo"]),
     st.integers(0, 99),
@@ -325,14 +337,7 @@ STEP = st.tuples(
 
 
 def test_the_graph_is_what_the_surviving_documents_support(store_config: StoreConfig) -> None:
-    @hsettings(
-        max_examples=EXAMPLES,
-        deadline=None,
-        derandomize=not os.environ.get("KG_LIFECYCLE_EXAMPLES"),
-        # Each example ingests several times over: report the failure as found.
-        phases=[Phase.explicit, Phase.generate],
-        suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
-    )
+    @SCENARIO_SETTINGS
     @given(st.lists(STEP, min_size=2, max_size=STEPS))
     def check(steps: list[tuple[str, int]]) -> None:
         asyncio.run(Scenario(store_config).run(steps))
