@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 from surrealdb.data.types.record_id import RecordID
 
 from kgapp.graph import queries
-from kgapp.graph.errors import GraphError, GraphUnavailable, NotFound
+from kgapp.graph.errors import GraphError, GraphUnavailable, NotFound, UniqueViolation
 from kgapp.graph.records import Job, as_job
 from kgapp.graph.store import TenantStore
 
@@ -83,6 +83,28 @@ async def job_create(
     )
 
 
+# A running job's record has two writers in its worker, on two connections: the work
+# (start, progress, the end) and its heartbeat; other workers' stale checks write it too.
+# Of two transactions that write it at once SurrealDB fails the later commit ("can be
+# retried"), which then changed nothing: one statement is one transaction, so it is run
+# again. Uncaught, it ended the task with the job left running until the stale check.
+WRITE_ATTEMPTS = 6
+
+
+async def job_write(store: TenantStore, sql: str, params: dict[str, Any]) -> Any:
+    """Run one statement that writes a job record (its result), again while it loses a
+    write conflict to a concurrent writer of the record."""
+    attempt = 1
+    while True:
+        try:
+            return await store.query_one(sql, params)
+        except UniqueViolation as error:
+            if attempt >= WRITE_ATTEMPTS or "can be retried" not in str(error):
+                raise
+        await asyncio.sleep(0.005 * 2**attempt)
+        attempt += 1
+
+
 async def job_get(store: TenantStore, job: RecordID) -> Job:
     row = await store.query_one(queries.JOB_GET, {"job": job})
     if not row:
@@ -101,22 +123,23 @@ async def job_list(
 
 async def job_start(store: TenantStore, job: RecordID) -> Job | None:
     """Mark running; None when the job is already finished (a redelivered task)."""
-    row = await store.query_one(queries.JOB_START, {"job": job})
+    row = await job_write(store, queries.JOB_START, {"job": job})
     return as_job(row) if row else None
 
 
 async def job_finish(
     store: TenantStore, job: RecordID, *, counts: dict[str, int], timings: dict[str, float]
 ) -> None:
-    await store.query(queries.JOB_FINISH, {"job": job, "counts": counts, "timings": timings})
+    await job_write(store, queries.JOB_FINISH, {"job": job, "counts": counts, "timings": timings})
 
 
 async def job_fail(store: TenantStore, job: RecordID, *, error: str) -> None:
-    await store.query(queries.JOB_FAIL, {"job": job, "error": error[:2000]})
+    await job_write(store, queries.JOB_FAIL, {"job": job, "error": error[:2000]})
 
 
 async def job_report(store: TenantStore, job: RecordID, report: JobReport) -> None:
-    await store.query(
+    await job_write(
+        store,
         queries.JOB_REPORT,
         {
             "job": job,
@@ -201,7 +224,7 @@ async def heartbeat(store: TenantStore, job: RecordID, *, every: float) -> Async
         while True:
             await asyncio.sleep(every)
             try:
-                await store.query(queries.JOB_HEARTBEAT, {"job": job})
+                await job_write(store, queries.JOB_HEARTBEAT, {"job": job})
             except GraphError as error:
                 logger.warning("heartbeat of %s failed: %s", job, error)
 

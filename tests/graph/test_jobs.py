@@ -8,7 +8,8 @@ import time
 
 import pytest
 
-from kgapp.graph import jobs
+from kgapp.graph import jobs, queries
+from kgapp.graph.errors import UniqueViolation
 from kgapp.graph.records import to_json
 from tenants.graph import tenant_graph
 
@@ -92,3 +93,60 @@ def test_only_running_jobs_without_a_recent_heartbeat_are_requeued(make_tenant) 
     graph.query(AGE, {"job": stale})
     assert graph.run(jobs.requeue_stale, stale_after=900, kinds=kinds) == []
     assert to_json(graph.run(jobs.job_get, stale))["attempts"] == 2
+
+
+def test_a_jobs_own_writes_are_not_lost_to_its_heartbeat(make_tenant) -> None:
+    """Progress written while the heartbeat beats as fast as it can, and another writer
+    touches the record too: SurrealDB fails one of two commits that write the job at once
+    ("can be retried"); each such write is run again, none fails the job (issue 32: the
+    progress of an ingest lost that race, ending its task with the job left running)."""
+    graph = tenant_graph(make_tenant())
+    job = graph.run(jobs.job_create, kind="ingest_document", total=150)["id"]
+
+    async def work(store, job_id) -> dict:
+        async def progress(done: int) -> None:
+            params = {"job": job_id, "progress": done, "total": 150, "counts": {"n": done},
+                      "timings": {}, "usage": [], "phase": "extracting"}
+            await jobs.job_write(store, queries.JOB_PROGRESS, params)
+
+        for done in range(1, 151):
+            await asyncio.gather(progress(done),
+                                 jobs.job_write(store, queries.JOB_HEARTBEAT, {"job": job_id}))
+        await jobs.job_finish(store, job_id, counts={"n": 150}, timings={})
+        return await jobs.job_get(store, job_id)
+
+    graph.run(jobs.job_start, job)
+    row = to_json(graph.run(jobs.with_heartbeat, job, work, every=0.001))
+    assert row["status"] == "completed" and row["progress"] == 150
+    assert row["counts"] == {"n": 150}
+
+
+class Conflicting:
+    """A store whose first `times` statements lose a write conflict, or fail with
+    `message`."""
+
+    def __init__(self, times: int, message: str) -> None:
+        self.times, self.message, self.calls = times, message, 0
+
+    async def query_one(self, sql: str, params: dict) -> str:
+        self.calls += 1
+        if self.calls <= self.times:
+            raise UniqueViolation(self.message)
+        return "written"
+
+
+RETRYABLE = "Transaction conflict: Write conflict, retry the transaction. This transaction can be retried"
+
+
+async def test_a_job_write_is_retried_only_on_a_retryable_conflict_and_not_for_ever() -> None:
+    store = Conflicting(2, RETRYABLE)
+    assert await jobs.job_write(store, "UPDATE", {}) == "written"
+    assert store.calls == 3
+    never = Conflicting(100, RETRYABLE)
+    with pytest.raises(UniqueViolation):
+        await jobs.job_write(never, "UPDATE", {})
+    assert never.calls == jobs.WRITE_ATTEMPTS
+    taken = Conflicting(1, "Database record `job:x` already exists")
+    with pytest.raises(UniqueViolation):
+        await jobs.job_write(taken, "UPDATE", {})
+    assert taken.calls == 1

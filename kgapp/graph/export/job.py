@@ -33,7 +33,7 @@ async def import_job(
 
         async def progress(done: int) -> None:
             params = {"job": job, "progress": done, "total": summary.records, "phase": "writing"}
-            await store.query(queries.IMPORT_PROGRESS, params)
+            await jobs.job_write(store, queries.IMPORT_PROGRESS, params)
 
         await progress(0)
         written = await load_export(store, lines(), progress)

@@ -284,7 +284,8 @@ def _usage(ctx: IngestContext) -> list[dict[str, Any]]:
 
 
 async def _progress(ctx: IngestContext, job: RecordID, done: int, total: int) -> None:
-    await ctx.store.query(
+    await jobs.job_write(
+        ctx.store,
         queries.JOB_PROGRESS,
         {
             "job": job,
