@@ -32,7 +32,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 from kgapp import surreal_server  # noqa: E402
 from kgapp.graph import jobs, schema  # noqa: E402
 from kgapp.graph.embeddings import Embedder, OpenAIEmbedder, local_embedder  # noqa: E402
-from kgapp.graph.ingest.indexing import index_facts  # noqa: E402
+from kgapp.graph.ingest.indexing import index_pending  # noqa: E402
 from kgapp.graph.ingest.model import EpisodeInput  # noqa: E402
 from kgapp.graph.ingest.pipeline import ingest_context, ingest_episode, ingest_job  # noqa: E402
 from kgapp.graph.llm.client import LLMClient  # noqa: E402
@@ -201,7 +201,7 @@ async def per_episode(
         await ingest_episode(ctx, episode)
         non_llm.append((time.perf_counter() - started) - (llm.spent - spent_before))
     started = time.perf_counter()
-    await index_facts(ctx)
+    await index_pending(ctx)
     index_time = time.perf_counter() - started
     usage = llm.usage
     non_llm.sort()

@@ -24,6 +24,21 @@ if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
 
 
+def pack_vectors(vectors: Sequence[Sequence[float]] | np.ndarray) -> bytes:
+    """Vectors as one bytes value: little-endian float32, row after row (what SurrealDB
+    stores where no SurrealQL reads the numbers; `unpack_vectors` reads it back)."""
+    return np.asarray(vectors, dtype="<f4").tobytes()
+
+
+def unpack_vectors(data: bytes | Sequence[Sequence[float]], rows: int | None) -> np.ndarray:
+    """`rows` float32 vectors from `pack_vectors`'s bytes, or from a list of lists (as
+    stored before packing)."""
+    if isinstance(data, bytes | bytearray | memoryview):
+        flat = np.frombuffer(data, dtype="<f4")
+        return flat.reshape(rows or 1, -1) if flat.size else flat.reshape(0, 0)
+    return np.asarray(data, dtype=np.float32)
+
+
 class EmbeddingError(Exception):
     """An embedder could not produce vectors of its declared shape."""
 

@@ -661,19 +661,17 @@ DELETE dedup_candidate WHERE a IN $entities OR b IN $entities;
 DELETE entity WHERE id IN $entities;
 """
 
-FACTS_WITHOUT_EMBEDDING = """
-SELECT id, fact FROM relates_to WHERE fact_embedding = NONE AND expired_at = NONE LIMIT $limit;
+# What the indexing phase embeds (ingest/indexing.py): facts written without a vector,
+# then episodes whose units are not embedded yet (schema/0011_passages.surql).
+UNEMBEDDED = """
+SELECT id, fact FROM relates_to WHERE fact_embedding = NONE AND expired_at = NONE LIMIT $facts;
+SELECT id, source, content FROM episode WHERE content_embedding = NONE LIMIT $episodes;
 """
 
 FACT_EMBEDDING_SET = "UPDATE $id SET fact_embedding = $vector RETURN NONE;"
 
-# Episodes whose units are not embedded yet (schema/0011_passages.surql).
-EPISODES_WITHOUT_EMBEDDING = """
-SELECT id, source, content FROM episode WHERE content_embedding = NONE LIMIT $limit;
-"""
-
 EPISODE_UNITS_SET = """
-UPSERT $units SET episode = $episode, vectors = $vectors RETURN NONE;
+UPSERT $units SET episode = $episode, vectors = $vectors, units = $count RETURN NONE;
 UPDATE $episode SET content_embedding = $mean RETURN NONE;
 """
 
@@ -812,7 +810,7 @@ SELECT id, name, content, source, source_description, valid_at, created_at, saga
 FROM episode WHERE valid_at >= $start AND valid_at < $end ORDER BY valid_at LIMIT $limit;
 """
 
-EPISODE_UNIT_VECTORS = "SELECT episode, vectors FROM episode_units WHERE episode IN $episodes;"
+EPISODE_UNIT_VECTORS = "SELECT episode, vectors, units FROM episode_units WHERE episode IN $episodes;"
 
 # Up to $limit episodes that mention an entity (provenance in the explorer).
 # The episodes mentioning an entity, as (id, valid_at) to pick the newest in Python:
@@ -1157,7 +1155,7 @@ SELECT * OMIT content_embedding FROM episode WHERE id IN $episodes ORDER BY id;
 SELECT * FROM mentions WHERE in IN $episodes ORDER BY id;
 SELECT * FROM has_episode WHERE out IN $episodes ORDER BY id;
 SELECT * FROM occurred_after WHERE in IN $episodes OR out IN $episodes ORDER BY id;
-SELECT id, episode, array::len(vectors) AS vectors_omitted FROM episode_units
+SELECT id, episode, units ?? array::len(vectors) AS vectors_omitted FROM episode_units
     WHERE episode IN $episodes ORDER BY id;
 SELECT * OMIT raw FROM document WHERE id IN $documents ORDER BY id;
 SELECT * FROM job WHERE document IN $documents ORDER BY id;

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from kgapp.graph import queries
+from kgapp.graph.embeddings import unpack_vectors
 from kgapp.graph.records import record_key
 from kgapp.graph.store import TenantStore
 
@@ -46,7 +47,7 @@ class _UnitVectors:
         rows = await store.query_one(queries.EPISODE_UNIT_VECTORS, {"episodes": missing}) or []
         with self._lock:
             for row in rows:
-                vectors = np.asarray(row["vectors"], dtype=np.float32)
+                vectors = unpack_vectors(row["vectors"], row.get("units"))
                 key = (namespace, record_key(row["episode"]))
                 found[key[1]] = vectors
                 if key not in self._vectors:

@@ -1,15 +1,18 @@
-"""The indexing phase after a job's episodes: the vectors resolution did not need, in
-batches (facts, then the passage units of episodes)."""
+"""The indexing phase after a job's episodes: the vectors resolution did not need (the
+facts' and the passage units' of episodes), in batches, one model call and one write
+a batch."""
 
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import numpy as np
 from surrealdb.data.types.record_id import RecordID
 
 from kgapp.graph import queries
 from kgapp.graph.chunking import passage_units
+from kgapp.graph.embeddings import pack_vectors
 from kgapp.graph.errors import UniqueViolation
 from kgapp.graph.ingest.model import IngestContext
 from kgapp.graph.records import record_key
@@ -17,71 +20,71 @@ from kgapp.graph.records import record_key
 # Conflicting batches (another worker indexing the same rows) before a job leaves the
 # rest to the next one.
 INDEX_CONFLICTS = 4
+FACT_BATCH = 64
+EPISODE_BATCH = 16
 
 
-async def index_facts(ctx: IngestContext, batch_size: int = 64) -> None:
-    """Embed the facts written without a vector, in batches (the indexing phase): one
-    batch of 64 costs far less than 64 single calls, and nothing during resolution needs
-    fact vectors."""
+async def index_pending(
+    ctx: IngestContext, *, fact_batch: int = FACT_BATCH, episode_batch: int = EPISODE_BATCH
+) -> None:
+    """Embed the facts written without a vector, and the units of the episodes written
+    without (chunking.passage_units) for the dense half of passage retrieval
+    (search/query.py): each episode's unit vectors, and their normalised mean as the
+    episode's own vector. Nothing during resolution needs these, and one batch costs far
+    less than many small calls. Rows left by an earlier job (one that stopped, or lost a
+    race) are picked up here too, by whichever job of the tenant runs next."""
     conflicts = 0
     with ctx.timings.measure("index"):
         while conflicts < INDEX_CONFLICTS:
-            rows = await ctx.store.query_one(queries.FACTS_WITHOUT_EMBEDDING, {"limit": batch_size})
-            if not rows:
-                return
-            vectors = await asyncio.to_thread(ctx.embedder.embed, [row["fact"] for row in rows])
-            batch = queries.Batch()
-            for row, vector in zip(rows, vectors, strict=True):
-                batch.add(queries.FACT_EMBEDDING_SET, id=row["id"], vector=vector)
-            try:
-                await ctx.store.query(batch.sql, batch.params)
-            except UniqueViolation:
-                # Another worker is indexing the same facts; whatever is left when
-                # both stop is picked up by the next job.
-                conflicts += 1
-                continue
-            ctx.counts["facts_indexed"] += len(rows)
-
-
-async def index_passages(ctx: IngestContext, batch_size: int = 16) -> None:
-    """Embed the units of the episodes written without (chunking.passage_units), for the
-    dense half of passage retrieval (search/query.py): each episode's unit vectors, and
-    their normalised mean as the episode's own vector. Episodes written before passages
-    were embedded are picked up here too, by whichever job of the tenant runs next."""
-    conflicts = 0
-    with ctx.timings.measure("index_passages"):
-        while conflicts < INDEX_CONFLICTS:
-            rows = await ctx.store.query_one(
-                queries.EPISODES_WITHOUT_EMBEDDING, {"limit": batch_size}
+            facts, episodes = await ctx.store.query(
+                queries.UNEMBEDDED, {"facts": fact_batch, "episodes": episode_batch}
             )
-            if not rows:
+            if not facts and not episodes:
                 return
             # An episode without a unit (blank content) is embedded whole, so that it is
             # marked as indexed all the same.
             units = [
-                passage_units(row["source"], row["content"]) or (row["content"],) for row in rows
+                passage_units(row["source"], row["content"]) or (row["content"],)
+                for row in episodes
             ]
-            vectors = await asyncio.to_thread(
-                ctx.embedder.embed, [unit for own in units for unit in own]
-            )
-            batch = queries.Batch()
-            start = 0
-            for row, own in zip(rows, units, strict=True):
-                mine = vectors[start : start + len(own)]
-                start += len(own)
-                batch.add(
-                    queries.EPISODE_UNITS_SET,
-                    units=RecordID("episode_units", record_key(row["id"])),
-                    episode=row["id"],
-                    vectors=mine,
-                    mean=_mean_direction(mine),
-                )
+            texts = [row["fact"] for row in facts] + [unit for own in units for unit in own]
+            vectors = await asyncio.to_thread(ctx.embedder.embed, texts)
+            batch = _writes(facts, episodes, units, vectors)
             try:
                 await ctx.store.query(batch.sql, batch.params)
             except UniqueViolation:
-                conflicts += 1  # another worker indexes them: as for facts
+                # Another worker is indexing the same rows; whatever is left when both
+                # stop is picked up by the next job.
+                conflicts += 1
                 continue
-            ctx.counts["passages_indexed"] += start
+            ctx.counts["facts_indexed"] += len(facts)
+            ctx.counts["passages_indexed"] += len(texts) - len(facts)
+            if len(facts) < fact_batch and len(episodes) < episode_batch:
+                return  # that was all of them
+
+
+def _writes(
+    facts: list[dict[str, Any]],
+    episodes: list[dict[str, Any]],
+    units: list[tuple[str, ...]],
+    vectors: list[list[float]],
+) -> queries.Batch:
+    batch = queries.Batch()
+    for row, vector in zip(facts, vectors[: len(facts)], strict=True):
+        batch.add(queries.FACT_EMBEDDING_SET, id=row["id"], vector=vector)
+    start = len(facts)
+    for row, own in zip(episodes, units, strict=True):
+        mine = vectors[start : start + len(own)]
+        start += len(own)
+        batch.add(
+            queries.EPISODE_UNITS_SET,
+            units=RecordID("episode_units", record_key(row["id"])),
+            episode=row["id"],
+            vectors=pack_vectors(mine),
+            count=len(mine),
+            mean=_mean_direction(mine),
+        )
+    return batch
 
 
 def _mean_direction(vectors: list[list[float]]) -> list[float]:

@@ -23,7 +23,7 @@ from kgapp.graph.errors import GraphUnavailable, QueryFailed, UniqueViolation
 from kgapp.graph.ingest.chunk import document_status, read_document
 from kgapp.graph.ingest.decide import decide
 from kgapp.graph.ingest.extract import drafts_from, extract, extract_ahead
-from kgapp.graph.ingest.indexing import index_facts, index_passages
+from kgapp.graph.ingest.indexing import index_pending
 from kgapp.graph.ingest.model import EpisodeInput, EpisodeWork, IngestContext
 from kgapp.graph.ingest.offline.extractor import OfflineExtractor
 from kgapp.graph.ingest.persist import persist
@@ -178,8 +178,7 @@ async def ingest_job(
     finally:
         for unused in ctx.ahead.values():  # the job stopped early
             unused.cancel()
-    await index_facts(ctx)
-    await index_passages(ctx)
+    await index_pending(ctx)
     _conclude(ctx, report, clock, len(episodes))
     return report
 

@@ -6,12 +6,13 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+import numpy as np
 import pytest
 from surrealdb.data.types.record_id import RecordID
 
 from kgapp.graph import jobs
 from kgapp.graph.chunking import count_tokens, passage_units
-from kgapp.graph.embeddings import local_embedder
+from kgapp.graph.embeddings import local_embedder, unpack_vectors
 from kgapp.graph.index import unit_vectors
 from kgapp.graph.ingest.model import EpisodeInput
 from kgapp.graph.ingest.pipeline import ingest_job
@@ -263,14 +264,17 @@ async def test_a_question_naming_a_day_gets_that_days_passages(migrated_store) -
 
 
 async def test_passage_vectors_are_written_after_the_episodes_and_go_with_them(talk) -> None:
-    rows = await talk.query_one("SELECT episode, vectors FROM episode_units;")
+    rows = await talk.query_one("SELECT episode, vectors, units FROM episode_units;")
     episodes = await talk.query_one("SELECT id, source, content, content_embedding FROM episode;")
     assert len(rows) == len(episodes) == 2
-    units = {str(r["episode"]): r["vectors"] for r in rows}
+    # Packed float32 (schema/0018): 4 bytes a number, `units` rows of 384.
+    assert all(isinstance(r["vectors"], bytes) for r in rows)
+    units = {str(r["episode"]): unpack_vectors(r["vectors"], r["units"]) for r in rows}
     for episode in episodes:
         vectors = units[str(episode["id"])]
-        assert len(vectors) == len(passage_units(episode["source"], episode["content"]))
-        assert all(len(v) == 384 for v in vectors) and len(episode["content_embedding"]) == 384
+        assert vectors.shape == (len(passage_units(episode["source"], episode["content"])), 384)
+        assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+        assert len(episode["content_embedding"]) == 384
     gone = next(e["id"] for e in episodes if e["source"] == "text")
     await episodes_remove(talk, [gone])
     assert [str(r["episode"]) for r in await talk.query_one("SELECT episode FROM episode_units;")] == [
