@@ -88,6 +88,9 @@ class Episode:
     mentions: list[Mention]
     facts: list[str]  # fact ids stated here
     late: bool = False  # arrives after episodes dated later than it
+    # "message": a conversation's turns, one "Speaker: text" line each (as the product
+    # ingests an uploaded chat, and graphiti's EpisodeType.message); "text": prose.
+    source: str = "text"
 
     def surface_of(self, entity: str) -> str:
         """The name this episode calls `entity` by."""

@@ -2,7 +2,8 @@
 model can answer from, and its questions.
 
 Episodes: each session's turns in windows of WINDOW turns, each turn rendered
-"Speaker: text" under the session's date, so no system splits one further. The gold
+"Speaker: text" under the session's date, so no system splits one further; each a
+message episode (a chat's, as every system takes one). The gold
 extraction of an episode is the human observations (session_N_observation) whose
 evidence turn lies in it: each becomes a fact of its speaker, its sentence as written,
 towards the first noun phrase of the sentence that is not the speaker or a pronoun
@@ -60,6 +61,7 @@ def load(path: Path) -> tuple[Corpus, list[dict[str, object]]]:
                 "\n".join(_line(t) for t in window),
                 [],
                 [],
+                source="message",
             )
             for turn in window:
                 if turn.get("dia_id") in evidence:

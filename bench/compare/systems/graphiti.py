@@ -459,7 +459,7 @@ class GraphitiSystem(System):
         await self.graphiti.add_episode(
             name=episode.id,
             episode_body=episode.text,
-            source=EpisodeType.text,
+            source=EpisodeType.message if episode.source == "message" else EpisodeType.text,
             source_description="bench corpus episode",
             reference_time=episode.reference_time,
             group_id=GROUP,

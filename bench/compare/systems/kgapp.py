@@ -97,7 +97,7 @@ class KgappSystem(System):
         job = await jobs.job_create(self.store, kind="ingest_episode")
         item = EpisodeInput(
             content=episode.text,
-            source="text",
+            source=episode.source,
             reference_time=episode.reference_time,
             name=episode.id,
         )
