@@ -201,7 +201,7 @@ async def per_episode(
         await ingest_episode(ctx, episode)
         non_llm.append((time.perf_counter() - started) - (llm.spent - spent_before))
     started = time.perf_counter()
-    await index_pending(ctx)
+    await index_pending(ctx, episodes=ctx.episodes)
     index_time = time.perf_counter() - started
     usage = llm.usage
     non_llm.sort()

@@ -25,7 +25,7 @@ from kgapp.graph import communities, communities_follow, jobs
 from kgapp.graph.curation import duplicates
 from kgapp.graph.errors import GraphError, GraphUnavailable
 from kgapp.graph.ingest.model import EpisodeInput
-from kgapp.graph.ingest.service import episode_submit, ingest_run
+from kgapp.graph.ingest.service import episode_submit, ingest_run, stragglers_index
 from kgapp.graph.records import Job, parse_record_id, to_json
 from kgapp.graph.retention import retention_job
 from kgapp.graph.search import retrieval
@@ -170,6 +170,16 @@ def decay_retrieval_counts() -> int:
             retrieval.decay_retrieval_counts, lambda_=settings.RETRIEVAL_DECAY_LAMBDA
         )
     return len(tenants)
+
+
+@shared_task(name="kgapp.index_stragglers")
+def index_stragglers() -> dict[str, int]:
+    """Periodic (beat): in every tenant, embed the facts and passages that no ingest job
+    did (a job's indexing phase embeds its own episodes'); vectors written, by tenant."""
+    return {
+        tenant.slug: tenant_graph(tenant).run(stragglers_index, embedder=embedder())
+        for tenant in Tenant.objects.all()
+    }
 
 
 @shared_task(name="kgapp.generate_dedup_candidates")

@@ -378,6 +378,9 @@ FOR $key IN $keys { UPSERT type::record('message_key', $key) SET episode = $epis
 
 FACT_CREATE = "INSERT RELATION INTO relates_to $row RETURN NONE;"
 
+# A revision's vector is its fact's: the same text.
+FACT_VECTOR_COPY = "UPDATE $id SET fact_embedding = $source.fact_embedding RETURN NONE;"
+
 FACT_REPEATED = """
 UPDATE $id SET episodes = array::union(episodes, [$episode]),
     statements = IF statements = NONE THEN NONE ELSE array::append(statements, $said) END,
@@ -662,10 +665,21 @@ DELETE entity WHERE id IN $entities;
 """
 
 # What the indexing phase embeds (ingest/indexing.py): facts written without a vector,
-# then episodes whose units are not embedded yet (schema/0011_passages.surql).
+# then episodes whose units are not embedded yet (schema/0011_passages.surql). A job's:
+# the facts of its episodes (found by index) and the others it wrote, its episodes.
+UNEMBEDDED_OF = """
+LET $held = (SELECT VALUE id FROM relates_to WITH INDEX relates_to_episodes
+    WHERE episodes ANYINSIDE $episodes);
+SELECT id, fact FROM array::distinct(array::concat($held, $written))
+    WHERE fact_embedding = NONE AND expired_at = NONE LIMIT $facts;
+SELECT id, source, content FROM $episodes WHERE content_embedding = NONE LIMIT $units;
+"""
+
+# ... and the sweep's (`index_stragglers`): every such row of the tenant. No index knows
+# them, so this reads every fact and episode: a periodic task's work, not a job's.
 UNEMBEDDED = """
 SELECT id, fact FROM relates_to WHERE fact_embedding = NONE AND expired_at = NONE LIMIT $facts;
-SELECT id, source, content FROM episode WHERE content_embedding = NONE LIMIT $episodes;
+SELECT id, source, content FROM episode WHERE content_embedding = NONE LIMIT $units;
 """
 
 FACT_EMBEDDING_SET = "UPDATE $id SET fact_embedding = $vector RETURN NONE;"

@@ -262,6 +262,10 @@ CELERY_BEAT_SCHEDULE = {
         "task": "kgapp.rebuild_all_communities",
         "schedule": env.number("KG_COMMUNITY_INTERVAL", 86400.0),
     },
+    "index-stragglers": {
+        "task": "kgapp.index_stragglers",
+        "schedule": env.number("KG_INDEX_STRAGGLERS_INTERVAL", 3600.0),
+    },
     "generate-dedup-candidates": {
         "task": "kgapp.generate_dedup_candidates",
         "schedule": env.number("KG_DEDUP_INTERVAL", 86400.0),

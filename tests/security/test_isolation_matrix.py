@@ -545,7 +545,8 @@ def task_attempts(sides: Sides) -> tuple[list[Outcome], dict[str, str]]:
 
     # Periodic tasks of every tenant, and what takes no tenant at all.
     tenantless = {"ping", "rebuild_all_communities", "decay_retrieval_counts",
-                  "generate_dedup_candidates", "requeue_stale_jobs", "apply_retention_policies"}
+                  "generate_dedup_candidates", "requeue_stale_jobs", "apply_retention_policies",
+                  "index_stragglers"}
     outcomes, uncovered = [], {}
     only = sides.b_only_ids()
     jobs = only.get("job", [])

@@ -5,6 +5,7 @@ a batch."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -25,31 +26,45 @@ EPISODE_BATCH = 16
 
 
 async def index_pending(
-    ctx: IngestContext, *, fact_batch: int = FACT_BATCH, episode_batch: int = EPISODE_BATCH
+    ctx: IngestContext,
+    *,
+    episodes: Sequence[RecordID] | None,
+    fact_batch: int = FACT_BATCH,
+    episode_batch: int = EPISODE_BATCH,
 ) -> None:
     """Embed the facts written without a vector, and the units of the episodes written
     without (chunking.passage_units) for the dense half of passage retrieval
     (search/query.py): each episode's unit vectors, and their normalised mean as the
     episode's own vector. Nothing during resolution needs these, and one batch costs far
-    less than many small calls. Rows left by an earlier job (one that stopped, or lost a
-    race) are picked up here too, by whichever job of the tenant runs next."""
+    less than many small calls.
+
+    Those of `episodes` and `ctx.facts` (a job's: found by index, so a job run again
+    finds what its first run left of its episodes'), or every one of the tenant when
+    None (`index_stragglers`)."""
+    if episodes is not None and not episodes:
+        return
+    sql = queries.UNEMBEDDED if episodes is None else queries.UNEMBEDDED_OF
+    params = {
+        "facts": fact_batch,
+        "units": episode_batch,
+        "episodes": list(episodes or ()),
+        "written": list(ctx.facts),
+    }
     conflicts = 0
     with ctx.timings.measure("index"):
         while conflicts < INDEX_CONFLICTS:
-            facts, episodes = await ctx.store.query(
-                queries.UNEMBEDDED, {"facts": fact_batch, "episodes": episode_batch}
-            )
-            if not facts and not episodes:
+            *_, facts, episodes_left = await ctx.store.query(sql, params)
+            if not facts and not episodes_left:
                 return
             # An episode without a unit (blank content) is embedded whole, so that it is
             # marked as indexed all the same.
             units = [
                 passage_units(row["source"], row["content"]) or (row["content"],)
-                for row in episodes
+                for row in episodes_left
             ]
             texts = [row["fact"] for row in facts] + [unit for own in units for unit in own]
             vectors = await asyncio.to_thread(ctx.embedder.embed, texts)
-            batch = _writes(facts, episodes, units, vectors)
+            batch = _writes(facts, episodes_left, units, vectors)
             try:
                 await ctx.store.query(batch.sql, batch.params)
             except UniqueViolation:
@@ -59,8 +74,18 @@ async def index_pending(
                 continue
             ctx.counts["facts_indexed"] += len(facts)
             ctx.counts["passages_indexed"] += len(texts) - len(facts)
-            if len(facts) < fact_batch and len(episodes) < episode_batch:
+            if len(facts) < fact_batch and len(episodes_left) < episode_batch:
                 return  # that was all of them
+
+
+async def index_stragglers(ctx: IngestContext) -> int:
+    """The sweep (periodic, kgapp.index_stragglers): embed what no job's indexing phase
+    did (a job that failed for good after writing episodes, one that lost every race to
+    another worker, episodes written before passages were embedded). Returns the number
+    of vectors written."""
+    before = ctx.counts["facts_indexed"] + ctx.counts["passages_indexed"]
+    await index_pending(ctx, episodes=None)
+    return ctx.counts["facts_indexed"] + ctx.counts["passages_indexed"] - before
 
 
 def _writes(

@@ -282,6 +282,9 @@ def _fact(ctx: IngestContext, batch: queries.Batch, work: EpisodeWork, draft: Fa
         revision = revision_row(old, ends_at=draft.valid_at, by=draft.record, now=ctx.now)
         batch.add(queries.FACT_RETIRE, id=old["id"], now=ctx.now, by=draft.record)
         batch.add(queries.FACT_CREATE, row=revision)
+        if revision["fact_embedding"] is None:  # read without it: the server copies it
+            batch.add(queries.FACT_VECTOR_COPY, id=revision["id"], source=old["id"])
+        ctx.facts.append(revision["id"])
         supersedes = revision["id"]
     row = {
         "id": draft.record,

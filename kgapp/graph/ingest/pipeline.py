@@ -178,7 +178,7 @@ async def ingest_job(
     finally:
         for unused in ctx.ahead.values():  # the job stopped early
             unused.cancel()
-    await index_pending(ctx)
+    await index_pending(ctx, episodes=ctx.episodes)
     _conclude(ctx, report, clock, len(episodes))
     return report
 

@@ -38,6 +38,7 @@ def saga_record(name: str) -> RecordID:
 async def prepare(ctx: IngestContext, episode: EpisodeInput) -> EpisodeWork | None:
     digest = content_hash(episode.content)
     record = episode_record(episode, digest)
+    ctx.episodes.append(record)
     # Whether it exists, and the saga's episodes before it: one round trip.
     batch = queries.Batch()
     batch.add(queries.RECORD_EXISTS, id=record)

@@ -14,7 +14,7 @@ from kgapp.graph.ingest.service.removal import (
     episode_delete,
     episodes_remove,
 )
-from kgapp.graph.ingest.service.run import ingest_run
+from kgapp.graph.ingest.service.run import ingest_run, stragglers_index
 from kgapp.graph.ingest.service.submit import DocumentBusy, document_submit, episode_submit
 from kgapp.graph.jobs import job_requeue
 
@@ -36,4 +36,5 @@ __all__ = [
     "ingest_run",
     "job_requeue",
     "saga_record",
+    "stragglers_index",
 ]

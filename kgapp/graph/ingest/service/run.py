@@ -15,14 +15,21 @@ from kgapp.graph.documents.pdf import PdfLimits
 from kgapp.graph.embeddings import Embedder
 from kgapp.graph.errors import GraphError
 from kgapp.graph.ingest.chunk import document_status
+from kgapp.graph.ingest.indexing import index_stragglers
 from kgapp.graph.ingest.model import EpisodeInput
 from kgapp.graph.ingest.offline.extractor import OfflineExtractor
-from kgapp.graph.ingest.pipeline import IngestReport, ingest_document, ingest_job
+from kgapp.graph.ingest.pipeline import IngestReport, ingest_context, ingest_document, ingest_job
 from kgapp.graph.ingest.service.removal import claims_withdraw
 from kgapp.graph.llm.client import LLMClient
 from kgapp.graph.records import Job
 from kgapp.graph.store import TenantStore
 from kgapp.graph.time import parse_when
+
+
+async def stragglers_index(store: TenantStore, *, embedder: Embedder) -> int:
+    """Embed the facts and passages of the tenant that no ingest job did (the periodic
+    sweep); the number of vectors written."""
+    return await index_stragglers(await ingest_context(store, embedder=embedder, llm=None))
 
 
 async def ingest_run(
