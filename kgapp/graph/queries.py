@@ -666,13 +666,17 @@ DELETE entity WHERE id IN $entities;
 
 # What the indexing phase embeds (ingest/indexing.py): facts written without a vector,
 # then episodes whose units are not embedded yet (schema/0011_passages.surql). A job's:
-# the facts of its episodes (found by index) and the others it wrote, its episodes.
+# given by record.
 UNEMBEDDED_OF = """
-LET $held = (SELECT VALUE id FROM relates_to WITH INDEX relates_to_episodes
-    WHERE episodes ANYINSIDE $episodes);
-SELECT id, fact FROM array::distinct(array::concat($held, $written))
-    WHERE fact_embedding = NONE AND expired_at = NONE LIMIT $facts;
-SELECT id, source, content FROM $episodes WHERE content_embedding = NONE LIMIT $units;
+SELECT id, fact FROM $facts WHERE fact_embedding = NONE AND expired_at = NONE;
+SELECT id, source, content FROM $episodes WHERE content_embedding = NONE;
+"""
+
+# The facts of an episode, by index: `episodes = $episode` matches an element of the
+# array through the index only (a scan compares the whole array: keep WITH INDEX);
+# ANYINSIDE, CONTAINS and IN scan the whole table on 3.0.2.
+FACTS_OF_EPISODE = """
+SELECT VALUE id FROM relates_to WITH INDEX relates_to_episodes WHERE episodes = $episode;
 """
 
 # ... and the sweep's (`index_stragglers`): every such row of the tenant. No index knows

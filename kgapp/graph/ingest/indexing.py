@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from itertools import zip_longest
 from typing import Any
 
 import numpy as np
@@ -18,8 +19,8 @@ from kgapp.graph.errors import UniqueViolation
 from kgapp.graph.ingest.model import IngestContext
 from kgapp.graph.records import record_key
 
-# Conflicting batches (another worker indexing the same rows) before a job leaves the
-# rest to the next one.
+# Conflicting batches (another worker indexing the same rows) before the sweep leaves
+# the rest to its next run.
 INDEX_CONFLICTS = 4
 FACT_BATCH = 64
 EPISODE_BATCH = 16
@@ -38,54 +39,73 @@ async def index_pending(
     episode's own vector. Nothing during resolution needs these, and one batch costs far
     less than many small calls.
 
-    Those of `episodes` and `ctx.facts` (a job's: found by index, so a job run again
-    finds what its first run left of its episodes'), or every one of the tenant when
-    None (`index_stragglers`)."""
-    if episodes is not None and not episodes:
-        return
-    sql = queries.UNEMBEDDED if episodes is None else queries.UNEMBEDDED_OF
-    params = {
-        "facts": fact_batch,
-        "units": episode_batch,
-        "episodes": list(episodes or ()),
-        "written": list(ctx.facts),
-    }
-    conflicts = 0
+    A job's (`episodes`): the facts it wrote (`ctx.facts`), those an earlier run of it
+    wrote for the episodes it found there (`ctx.earlier`, by index), and its episodes.
+    None: every such row of the tenant (`index_stragglers`), a scan of both tables."""
     with ctx.timings.measure("index"):
-        while conflicts < INDEX_CONFLICTS:
-            *_, facts, episodes_left = await ctx.store.query(sql, params)
-            if not facts and not episodes_left:
-                return
-            # An episode without a unit (blank content) is embedded whole, so that it is
-            # marked as indexed all the same.
-            units = [
-                passage_units(row["source"], row["content"]) or (row["content"],)
-                for row in episodes_left
-            ]
-            texts = [row["fact"] for row in facts] + [unit for own in units for unit in own]
-            vectors = await asyncio.to_thread(ctx.embedder.embed, texts)
-            batch = _writes(facts, episodes_left, units, vectors)
-            try:
-                await ctx.store.query(batch.sql, batch.params)
-            except UniqueViolation:
-                # Another worker is indexing the same rows; whatever is left when both
-                # stop is picked up by the next job.
-                conflicts += 1
-                continue
-            ctx.counts["facts_indexed"] += len(facts)
-            ctx.counts["passages_indexed"] += len(texts) - len(facts)
-            if len(facts) < fact_batch and len(episodes_left) < episode_batch:
-                return  # that was all of them
+        if episodes is None:
+            await _sweep(ctx, fact_batch, episode_batch)
+            return
+        facts = list(ctx.facts)
+        if ctx.earlier:
+            found = queries.Batch()
+            for episode in ctx.earlier:
+                found.add(queries.FACTS_OF_EPISODE, episode=episode)
+            facts += [fact for rows in await ctx.store.query(found.sql, found.params)
+                      for fact in rows]
+        fact_chunks = [facts[i : i + fact_batch] for i in range(0, len(facts), fact_batch)]
+        episode_chunks = [
+            list(episodes[i : i + episode_batch]) for i in range(0, len(episodes), episode_batch)
+        ]
+        for fact_chunk, episode_chunk in zip_longest(fact_chunks, episode_chunks):
+            params = {"facts": fact_chunk or [], "episodes": episode_chunk or []}
+            rows, episode_rows = await ctx.store.query(queries.UNEMBEDDED_OF, params)
+            # Another worker indexing the same rows: it will have written them.
+            await _embed_and_write(ctx, rows, episode_rows)
 
 
 async def index_stragglers(ctx: IngestContext) -> int:
     """The sweep (periodic, kgapp.index_stragglers): embed what no job's indexing phase
-    did (a job that failed for good after writing episodes, one that lost every race to
-    another worker, episodes written before passages were embedded). Returns the number
-    of vectors written."""
+    did (a job that failed for good after writing episodes, a revision written outside a
+    job, episodes written before passages were embedded). Returns the number of vectors
+    written."""
     before = ctx.counts["facts_indexed"] + ctx.counts["passages_indexed"]
     await index_pending(ctx, episodes=None)
     return ctx.counts["facts_indexed"] + ctx.counts["passages_indexed"] - before
+
+
+async def _sweep(ctx: IngestContext, fact_batch: int, episode_batch: int) -> None:
+    conflicts = 0
+    while conflicts < INDEX_CONFLICTS:
+        params = {"facts": fact_batch, "units": episode_batch}
+        facts, episodes = await ctx.store.query(queries.UNEMBEDDED, params)
+        if not facts and not episodes:
+            return
+        if not await _embed_and_write(ctx, facts, episodes):
+            conflicts += 1  # another worker is indexing the same rows
+        elif len(facts) < fact_batch and len(episodes) < episode_batch:
+            return  # that was all of them
+
+
+async def _embed_and_write(
+    ctx: IngestContext, facts: list[dict[str, Any]], episodes: list[dict[str, Any]]
+) -> bool:
+    """Embed and write one batch; False if another worker wrote a row of it first."""
+    if not facts and not episodes:
+        return True
+    # An episode without a unit (blank content) is embedded whole, so that it is marked
+    # as indexed all the same.
+    units = [passage_units(row["source"], row["content"]) or (row["content"],) for row in episodes]
+    texts = [row["fact"] for row in facts] + [unit for own in units for unit in own]
+    vectors = await asyncio.to_thread(ctx.embedder.embed, texts)
+    batch = _writes(facts, episodes, units, vectors)
+    try:
+        await ctx.store.query(batch.sql, batch.params)
+    except UniqueViolation:
+        return False
+    ctx.counts["facts_indexed"] += len(facts)
+    ctx.counts["passages_indexed"] += len(texts) - len(facts)
+    return True
 
 
 def _writes(

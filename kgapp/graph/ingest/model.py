@@ -153,11 +153,11 @@ class IngestContext:
     # The text of each document's chunk last sent to the offline extractor: the next
     # chunk is read after it (who "she" is, which company "the company" is).
     previous_text: dict[str, str] = field(default_factory=dict)
-    # What the job's indexing phase embeds (ingest/indexing.py): the facts of its
-    # episodes, written now or by an earlier run of it, and the episodes themselves; and
-    # the facts it wrote otherwise (a retired fact's revision, which keeps its episodes).
+    # What the job's indexing phase embeds (ingest/indexing.py): its episodes, the
+    # facts it wrote, and those of the episodes an earlier run of it wrote (`earlier`).
     episodes: list[RecordID] = field(default_factory=list)
     facts: list[RecordID] = field(default_factory=list)
+    earlier: list[RecordID] = field(default_factory=list)
 
 
 @dataclass

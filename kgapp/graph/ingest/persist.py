@@ -304,6 +304,8 @@ def _fact(ctx: IngestContext, batch: queries.Batch, work: EpisodeWork, draft: Fa
         "superseded_by": draft.closed_by["id"] if draft.closed_by else None,
     }
     batch.add(queries.FACT_CREATE, row=row)
+    if draft.embedding is None:
+        ctx.facts.append(draft.record)
     if draft.closed_by is not None:
         batch.add(queries.FACT_RELINK, id=draft.closed_by["id"], supersedes=draft.record)
     return True

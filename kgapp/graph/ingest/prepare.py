@@ -53,6 +53,7 @@ async def prepare(ctx: IngestContext, episode: EpisodeInput) -> EpisodeWork | No
     exists, *context = await ctx.store.query(batch.sql, batch.params)
     if exists:
         ctx.counts["episodes_skipped"] += 1
+        ctx.earlier.append(record)
         return None
     work = EpisodeWork(input=episode, record=record, content_hash=digest)
     rows: list[dict[str, Any]] = (context[0] if context else None) or []

@@ -93,3 +93,25 @@ async def test_a_job_leaves_other_episodes_to_the_sweep_which_embeds_them(graph)
     units = len(passage_units(CHAT.source, CHAT.content))
     assert written == len(left["facts"]) + units
     assert await stragglers_index(graph, embedder=local_embedder()) == 0
+
+
+async def test_the_facts_of_an_episode_are_found_by_index_among_several(graph) -> None:
+    from kgapp.graph import queries
+
+    await run(graph, [CHAT, TEXT])
+    chat, text = [
+        (await graph.query_one("SELECT VALUE id FROM episode WHERE content = $c", {"c": c}))[0]
+        for c in (CHAT.content, TEXT.content)
+    ]
+    # A fact held by both episodes is found from either.
+    shared = (await graph.query_one("SELECT VALUE id FROM relates_to WHERE episodes CONTAINS $e",
+                                    {"e": text}))[0]
+    await graph.query("UPDATE $f SET episodes = [$a, $b]", {"f": shared, "a": chat, "b": text})
+    for episode in (chat, text):
+        found = await graph.query_one(queries.FACTS_OF_EPISODE, {"episode": episode})
+        held = await graph.query_one(
+            "SELECT VALUE id FROM relates_to WHERE episodes CONTAINS $e", {"e": episode})
+        assert sorted(map(str, found)) == sorted(map(str, held)) and shared in found
+    plan = await graph.query_one(queries.FACTS_OF_EPISODE.strip().rstrip(";") + " EXPLAIN;",
+                                 {"episode": chat})
+    assert plan["children"][0]["operator"] == "IndexScan", plan
