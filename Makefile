@@ -1,5 +1,5 @@
 .DEFAULT_GOAL := help
-.PHONY: help setup run test lint lifecycle truth bench bench-compare bench-million load faults restarts fuzz injection clean
+.PHONY: help setup run test lint lifecycle truth bench bench-compare bench-million load faults restarts cluster-sim fuzz injection clean
 
 help: ## Show the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-13s %s\n", $$1, $$2}'
@@ -29,7 +29,7 @@ truth: setup ## Graph truth: the graph scored against the gold set and Re-DocRED
 
 bench: setup ## Run the benchmarks in bench/ and print their figures (not the load test)
 	@for script in bench/*.py; do \
-	  case "$$script" in bench/load.py|bench/locustfile.py|bench/faults.py|bench/restarts.py|bench/conftest.py|bench/scratch.py|bench/truth_gold.py|bench/truth_redocred.py|bench/million.py) continue;; esac; \
+	  case "$$script" in bench/load.py|bench/locustfile.py|bench/faults.py|bench/restarts.py|bench/cluster_sim.py|bench/conftest.py|bench/scratch.py|bench/truth_gold.py|bench/truth_redocred.py|bench/million.py) continue;; esac; \
 	  echo "== $$script"; .venv/bin/python $$script || exit 1; done
 
 bench-compare: setup ## kgapp vs Graphiti vs LightRAG, same corpus and model: writes docs/benchmarks.md
@@ -47,6 +47,9 @@ faults: setup ## Faults, long run: the worker SIGKILLed at 20 points of a 100-ep
 
 restarts: setup ## Restarts, long run: SurrealDB and Redis restarted 5 times each mid-ingest
 	.venv/bin/python -m pytest bench/restarts.py -s -q -p no:cacheprovider
+
+cluster-sim: setup ## Two machines' processes (2 web, 2 workers, 2 indexers) on one SurrealDB; each kind SIGKILLed twice mid-ingest
+	.venv/bin/python -m pytest bench/cluster_sim.py -s -q -p no:cacheprovider --timeout 900
 
 fuzz: setup ## API fuzz, long run: 10,000 schemathesis cases by 4 loops at once, authenticated (FUZZ_CASES=n FUZZ_WORKERS=n)
 	KG_VAR_DIR=var/fuzz KG_FUZZ_CASES=$(or $(FUZZ_CASES),10000) KG_FUZZ_WORKERS=$(or $(FUZZ_WORKERS),4) .venv/bin/python -m pytest \
