@@ -22,8 +22,9 @@ from typing import Any, TypeVar
 from surrealdb.data.types.record_id import RecordID
 
 from kgapp.graph import queries
-from kgapp.graph.errors import GraphError, GraphUnavailable, NotFound, UniqueViolation
+from kgapp.graph.errors import GraphError, GraphUnavailable, NotFound
 from kgapp.graph.records import Job, as_job
+from kgapp.graph.rerun import rerun_on_conflict
 from kgapp.graph.store import TenantStore
 
 logger = logging.getLogger(__name__)
@@ -85,24 +86,15 @@ async def job_create(
 
 # A running job's record has two writers in its worker, on two connections: the work
 # (start, progress, the end) and its heartbeat; other workers' stale checks write it too.
-# Of two transactions that write it at once SurrealDB fails the later commit ("can be
-# retried"), which then changed nothing: one statement is one transaction, so it is run
-# again. Uncaught, it ended the task with the job left running until the stale check.
+# Of two that write it at once SurrealDB fails the later commit (rerun.py). Uncaught, it
+# ended the task with the job left running until the stale check.
 WRITE_ATTEMPTS = 6
 
 
 async def job_write(store: TenantStore, sql: str, params: dict[str, Any]) -> Any:
     """Run one statement that writes a job record (its result), again while it loses a
     write conflict to a concurrent writer of the record."""
-    attempt = 1
-    while True:
-        try:
-            return await store.query_one(sql, params)
-        except UniqueViolation as error:
-            if attempt >= WRITE_ATTEMPTS or "can be retried" not in str(error):
-                raise
-        await asyncio.sleep(0.005 * 2**attempt)
-        attempt += 1
+    return await rerun_on_conflict(store, sql, params, attempts=WRITE_ATTEMPTS)
 
 
 async def job_get(store: TenantStore, job: RecordID) -> Job:

@@ -4,17 +4,32 @@ the counts decay over time."""
 
 from __future__ import annotations
 
+import logging
 from datetime import UTC, datetime
 
 from kgapp.graph import queries
+from kgapp.graph.errors import GraphError
+from kgapp.graph.rerun import lost_race, rerun_on_conflict
 from kgapp.graph.search.model import Hit
 from kgapp.graph.store import TenantStore
 
+log = logging.getLogger(__name__)
+
 
 async def count_retrievals(store: TenantStore, facts: list[Hit]) -> None:
-    """Link weight evolution: every fact search returns counts one retrieval."""
-    if facts:
-        await store.query(queries.FACTS_RETRIEVED, {"ids": [hit.record["id"] for hit in facts]})
+    """Link weight evolution: every fact search returns counts one retrieval. Searches
+    that return the same facts at once (on two web servers, say) write the same counters:
+    the one that loses the commit is sent again (rerun.py); one that loses every time is
+    not counted, and the search answers all the same."""
+    if not facts:
+        return
+    try:
+        ids = [hit.record["id"] for hit in facts]
+        await rerun_on_conflict(store, queries.FACTS_RETRIEVED, {"ids": ids})
+    except GraphError as error:
+        if not lost_race(error):
+            raise
+        log.warning("retrievals of %d facts not counted: %s", len(facts), error)
 
 
 async def decay_retrieval_counts(store: TenantStore, *, lambda_: float = 0.01) -> None:
