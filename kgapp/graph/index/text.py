@@ -61,6 +61,16 @@ class TextWriter:
         self.writer.delete_documents_by_term("row", row)
         self.pending = True
 
+    def delete_from(self, row: int) -> None:
+        """Delete the documents of every row from `row` on, if there are any."""
+        query = tantivy.Query.range_query(
+            self.index.schema, "row", tantivy.FieldType.Integer, lower_bound=row
+        )
+        self.index.reload()
+        if self.index.searcher().search(query, 1).hits:
+            self.writer.delete_documents_by_query(query)
+            self.pending = True
+
     def commit(self) -> int:
         """Make what was put visible; the commit's opstamp."""
         stamp = int(self.writer.commit())

@@ -1,6 +1,14 @@
 """One table's index as its writer keeps it: records put and deleted, then committed
 (tantivy's commit, the columns flushed, the graph of vectors saved when due), and the
-new TableState handed to the manifest."""
+new TableState handed to the manifest.
+
+The columns are shared memory maps: what a writer puts there is in the files at once,
+committed or not. A row's text hash (the text tantivy holds for it) is therefore written
+only once tantivy has committed that text, and a writer that opens an index first
+forgets what one that died wrote past the committed rows; else a writer killed between
+the two left a hash that said the text was indexed when it was not, and the next one
+never indexed it (issue 32: a fact no search on that machine found).
+"""
 
 from __future__ import annotations
 
@@ -14,7 +22,7 @@ import numpy as np
 from kgapp.graph.index import vectors as nearest_vectors
 from kgapp.graph.index.columns import Columns
 from kgapp.graph.index.layout import TableState
-from kgapp.graph.index.table import Lines, TableSpec
+from kgapp.graph.index.table import COMMON, Lines, TableSpec
 from kgapp.graph.index.text import TextWriter
 from kgapp.graph.records import record_key
 
@@ -61,6 +69,8 @@ class TableWriter:
         self.columns.map(state.capacity, state.width)
         self.text = TextWriter(directory / "text", spec.text_fields)
         self.graph: Any = None  # the graph of vectors, loaded when first due to grow
+        self.hashes: dict[int, int] = {}  # rows' text hashes tantivy has yet to commit
+        self._forget_uncommitted()
 
     # --- changes ------------------------------------------------------------------------
 
@@ -75,9 +85,10 @@ class TableWriter:
         texts = [str(record.get(name) or "") for name in self.spec.text_fields]
         digest = _digest(texts)
         columns = self.columns
-        if int(columns["text_hash"][row]) != digest:
-            self.text.put(row, texts, replace=bool(columns["text_hash"][row]))
-            columns["text_hash"][row] = digest
+        indexed = self._text_hash(row)
+        if indexed != digest:
+            self.text.put(row, texts, replace=bool(indexed) or row < self.state.rows)
+            self.hashes[row] = digest
         for name, value in self.spec.values(record, self.codes.code, self.ends.code).items():
             columns[name][row] = value
         columns["alive"][row] = self.spec.alive(record)
@@ -86,12 +97,27 @@ class TableWriter:
 
     def delete(self, key: str) -> None:
         row = self.keys.codes.get(key)
-        if row is None or not self.columns["alive"][row] and not self.columns["text_hash"][row]:
+        if row is None or not self.columns["alive"][row] and not self._text_hash(row):
             return
         self.columns["alive"][row] = False
-        if self.columns["text_hash"][row]:
+        if self._text_hash(row):
             self.text.delete(row)
-            self.columns["text_hash"][row] = 0
+            self.hashes[row] = 0
+
+    def _text_hash(self, row: int) -> int:
+        """The hash of the text the row has in tantivy, committed or not (0: none)."""
+        return self.hashes.get(row, int(self.columns["text_hash"][row]))
+
+    def _forget_uncommitted(self) -> None:
+        """Clear what a writer that died left past the committed rows: their values in
+        the shared columns, and their text if tantivy committed it before the manifest
+        counted them. Those rows are written again from the feed."""
+        rows = self.state.rows
+        for name in COMMON:
+            column = self.columns[name]
+            if column[rows:].any():
+                column[rows:] = 0
+        self.text.delete_from(rows)
 
     def _vector(self, row: int, vector: Any) -> None:
         columns = self.columns
@@ -123,6 +149,9 @@ class TableWriter:
         """Make everything put visible to readers: the new state for the manifest."""
         if self.text.pending:
             self.state.text_commit = self.text.commit()
+        for row, digest in self.hashes.items():
+            self.columns["text_hash"][row] = digest
+        self.hashes.clear()
         for lines in (self.keys, self.codes, self.ends):
             lines.flush()
         self._grow_graph(generation, threads)
