@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import tantivy
 from django.contrib.auth import get_user_model
 from django.test import Client
 from websockets.asyncio.client import connect
@@ -200,7 +201,9 @@ class SearchProbe:
     """Asks each live web server, over and over and each at its own pace, for every
     expected fact it has not found yet (a BM25 search of the facts' own words), and notes
     when each server first found each fact (the moment its answer came: an upper bound)
-    and when the last of the servers then alive did."""
+    and when the last of the servers then serving did. A server that (re)starts counts
+    once it has answered a first search, whose time is kept apart (`first_answers`): the
+    first search of a process loads the search code and opens the index."""
 
     urls: Callable[[], dict[str, str]]
     slug: str
@@ -211,6 +214,8 @@ class SearchProbe:
     records: dict[str, str] = field(default_factory=dict)  # word -> fact record
     requests: dict[str, list[float]] = field(default_factory=dict)  # machine -> seconds each
     errors: Counter[str] = field(default_factory=Counter)
+    answering: set[str] = field(default_factory=set)  # machines serving since they appeared
+    first_answers: list[float] = field(default_factory=list)  # s from its return to answering
     stopping: bool = False
 
     def expect(self, words: tuple[str, ...]) -> None:
@@ -224,20 +229,30 @@ class SearchProbe:
             await asyncio.gather(*(self._poll(client, machine) for machine in self.urls()))
 
     async def _poll(self, client: httpx.AsyncClient, machine: str) -> None:
+        down, back = False, None  # back: when it came back after it was down
         while not self.stopping:
             if machine not in self.urls():  # down: polled again once it is back
+                self.answering.discard(machine)
+                down = True
                 await asyncio.sleep(0.1)
                 continue
+            if down:
+                down, back = False, time.time()
             asked = [w for w in self.pending if machine not in self.seen.get(w, {})][:100]
-            if asked:
+            if asked or machine not in self.answering:
                 began = time.time()
                 try:
-                    found = await self._search(client, self.urls()[machine], asked)
+                    found = await self._search(client, self.urls()[machine], asked or ["warm"])
                 except (httpx.HTTPError, KeyError) as error:
-                    self.errors[f"{machine}: {type(error).__name__}"] += 1
+                    self.errors[f"{machine}: {_kind(error)}"] += 1
                 else:
                     now = time.time()
                     self.requests.setdefault(machine, []).append(now - began)
+                    if machine not in self.answering:
+                        self.answering.add(machine)
+                        if back is not None:
+                            self.first_answers.append(now - back)
+                            back = None
                     for w, record in found.items():
                         self.records[w] = record
                         self.seen.setdefault(w, {})[machine] = now
@@ -245,7 +260,7 @@ class SearchProbe:
             await asyncio.sleep(0.03)
 
     def _agree(self) -> None:
-        alive = set(self.urls())
+        alive = set(self.urls()) & self.answering
         for w in list(self.pending):
             if alive and alive <= set(self.seen.get(w, {})):
                 self.agreed[w] = max(self.seen[w][m] for m in alive)
@@ -265,10 +280,21 @@ class SearchProbe:
                 found[w] = hit["id"]
         return found
 
+    def refusals(self) -> dict[str, int]:
+        """The searches a web server answered with an error status (not those cut short
+        by a web server's death)."""
+        return {key: n for key, n in self.errors.items() if "status" in key}
+
     def lags(self, commits: dict[str, float]) -> dict[str, float]:
         """Seconds from each fact's commit to the moment every live server found it."""
         return {w: self.agreed[w] - commits[r] for w, r in self.records.items()
                 if w in self.agreed and r in commits}
+
+
+def _kind(error: Exception) -> str:
+    if isinstance(error, httpx.HTTPStatusError):
+        return f"status {error.response.status_code}"
+    return type(error).__name__
 
 
 def commit_times(feed: list[Seen]) -> dict[str, float]:
@@ -291,18 +317,32 @@ def graph_counts(graph: Any) -> dict[str, Any]:
 
 def index_matches_graph(graph: Any, search_dir: Path, namespace: str) -> dict[str, Any]:
     """The live rows of the machine's fact and entity indexes against the graph's
-    records: what is missing from the index and what it has that the graph does not."""
+    records: what is missing from the index, what it has that the graph does not, and
+    live rows whose text tantivy does not hold (no search by words finds them) or holds
+    twice."""
     index = TenantIndex(search_dir / namespace, namespace)
     index.refresh()
     facts = set(to_json(graph.query("SELECT VALUE id FROM relates_to")[0]))
     entities = set(to_json(graph.query("SELECT VALUE id FROM entity WHERE merged_into = NONE")[0]))
     differences: dict[str, Any] = {}
     for name, table, records in (("facts", index.facts, facts), ("entities", index.entities, entities)):
-        alive = table.column("alive")
-        indexed = {key for key, live_row in zip(table.keys[: table.size], alive, strict=True)
-                   if live_row}
-        differences[name] = {"missing": sorted(records - indexed), "extra": sorted(indexed - records)}
+        alive = [row for row, live_row in enumerate(table.column("alive")) if live_row]
+        indexed = {table.keys[row] for row in alive}
+        texts = Counter(_text_rows(table))
+        differences[name] = {
+            "missing": sorted(records - indexed),
+            "extra": sorted(indexed - records),
+            "without_text": sorted(table.keys[row] for row in alive if not texts[row]),
+            "text_twice": sorted(table.keys[row] for row in alive if texts[row] > 1),
+        }
     return differences
+
+
+def _text_rows(table: Any) -> list[int]:
+    """The row of every document in the table's tantivy index."""
+    searcher = table.text.index.searcher()
+    hits = searcher.search(tantivy.Query.all_query(), max(1, searcher.num_docs)).hits
+    return [int(row) for row in searcher.fast_field_values("row", [a for _, a in hits])]
 
 
 # --- the user, uploading, waiting ---------------------------------------------------------
