@@ -39,3 +39,20 @@ def test_core_functions_are_at_most_60_lines(path: Path) -> None:
         and node.end_lineno - node.lineno + 1 > MAX_FUNCTION_LINES
     ]
     assert not long, f"{_name(path)}: {', '.join(long)}"
+
+
+@pytest.mark.parametrize("path", MODULES, ids=_name)
+def test_core_modules_bind_each_top_level_name_once(path: Path) -> None:
+    # A second `NAME = ...` silently replaces the first for every caller (a query of
+    # queries.py once did, and its first callers got another statement).
+    seen: dict[str, int] = {}
+    twice = []
+    for node in ast.parse(path.read_text()).body:
+        targets = node.targets if isinstance(node, ast.Assign) else (
+            [node.target] if isinstance(node, ast.AnnAssign) else [])
+        for target in targets:
+            if isinstance(target, ast.Name):
+                if target.id in seen:
+                    twice.append(f"{target.id} (lines {seen[target.id]} and {node.lineno})")
+                seen[target.id] = node.lineno
+    assert not twice, f"{_name(path)}: {', '.join(twice)}"

@@ -675,7 +675,7 @@ SELECT id, source, content FROM $episodes WHERE content_embedding = NONE;
 # The facts of an episode, by index: `episodes = $episode` matches an element of the
 # array through the index only (a scan compares the whole array: keep WITH INDEX);
 # ANYINSIDE, CONTAINS and IN scan the whole table on 3.0.2.
-FACTS_OF_EPISODE = """
+EPISODE_FACT_IDS = """
 SELECT VALUE id FROM relates_to WITH INDEX relates_to_episodes WHERE episodes = $episode;
 """
 

@@ -50,7 +50,7 @@ async def index_pending(
         if ctx.earlier:
             found = queries.Batch()
             for episode in ctx.earlier:
-                found.add(queries.FACTS_OF_EPISODE, episode=episode)
+                found.add(queries.EPISODE_FACT_IDS, episode=episode)
             facts += [fact for rows in await ctx.store.query(found.sql, found.params)
                       for fact in rows]
         fact_chunks = [facts[i : i + fact_batch] for i in range(0, len(facts), fact_batch)]

@@ -108,10 +108,10 @@ async def test_the_facts_of_an_episode_are_found_by_index_among_several(graph) -
                                     {"e": text}))[0]
     await graph.query("UPDATE $f SET episodes = [$a, $b]", {"f": shared, "a": chat, "b": text})
     for episode in (chat, text):
-        found = await graph.query_one(queries.FACTS_OF_EPISODE, {"episode": episode})
+        found = await graph.query_one(queries.EPISODE_FACT_IDS, {"episode": episode})
         held = await graph.query_one(
             "SELECT VALUE id FROM relates_to WHERE episodes CONTAINS $e", {"e": episode})
         assert sorted(map(str, found)) == sorted(map(str, held)) and shared in found
-    plan = await graph.query_one(queries.FACTS_OF_EPISODE.strip().rstrip(";") + " EXPLAIN;",
+    plan = await graph.query_one(queries.EPISODE_FACT_IDS.strip().rstrip(";") + " EXPLAIN;",
                                  {"episode": chat})
     assert plan["children"][0]["operator"] == "IndexScan", plan
