@@ -113,17 +113,19 @@ CREATE schema_migration CONTENT {
 
 PING = "RETURN true;"
 
+# `SELECT count() ... GROUP ALL` counts a table's keys; `count(SELECT VALUE id ...)` read
+# every record, vectors included (1.4 s for these counts at 10,000 facts; 19 ms now).
 TABLE_COUNTS = """
 RETURN {
-    entities: count(SELECT VALUE id FROM entity),
-    facts: count(SELECT VALUE id FROM relates_to),
-    episodes: count(SELECT VALUE id FROM episode),
-    documents: count(SELECT VALUE id FROM document),
-    communities: count(SELECT VALUE id FROM community)
+    entities: (SELECT count() FROM entity GROUP ALL)[0].count ?? 0,
+    facts: (SELECT count() FROM relates_to GROUP ALL)[0].count ?? 0,
+    episodes: (SELECT count() FROM episode GROUP ALL)[0].count ?? 0,
+    documents: (SELECT count() FROM document GROUP ALL)[0].count ?? 0,
+    communities: (SELECT count() FROM community GROUP ALL)[0].count ?? 0
 };
 """
 
-ENTITY_COUNT = "RETURN count(SELECT VALUE id FROM entity);"
+ENTITY_COUNT = "RETURN (SELECT count() FROM entity GROUP ALL)[0].count ?? 0;"
 
 JOB_CREATE = """
 CREATE ONLY job CONTENT {
@@ -867,26 +869,36 @@ ORDER BY degree DESC LIMIT $limit;
 """
 
 GRAPH_ENTITY = "SELECT id, name, entity_type, degree, summary, created_at FROM ONLY $id;"
+# Many in one statement: each statement of a query pays about half a millisecond of its
+# own on two cores, more than reading a record (docs/surrealdb-notes.md). NONE: gone.
+GRAPH_ENTITIES = """
+RETURN $ids.map(|$id| (SELECT id, name, entity_type, degree, summary, created_at FROM ONLY $id));
+"""
 
-# Every fact (history included) leaving or entering the given entities: the explorer
-# filters on the four timestamps itself.
+# The first `$limit` facts (history included) out of each of `$outs` and into each of
+# `$intos`, one list an entity: the explorer filters on the four timestamps itself. One
+# entity a read, through the index of its end: `in IN $entities` scanned the whole table
+# on 3.0.2 (the (in, relation) index is not used for IN; 1.5 s at 10,000 facts).
 _GRAPH_FACT_FIELDS = """id, in AS source, out AS target, relation, edge_type, fact, confidence,
     valid_at, invalid_at, created_at, expired_at, supersedes, superseded_by, revision_of"""
 GRAPH_FACTS = f"""
-SELECT {_GRAPH_FACT_FIELDS} FROM relates_to WITH INDEX relates_to_in_relation
-WHERE in IN $entities LIMIT $limit;
-SELECT {_GRAPH_FACT_FIELDS} FROM relates_to WITH INDEX relates_to_out_relation
-WHERE out IN $entities LIMIT $limit;
+RETURN [
+    $outs.map(|$e| (SELECT {_GRAPH_FACT_FIELDS} FROM relates_to WITH INDEX relates_to_in_relation
+        WHERE in = $e LIMIT $limit)),
+    $intos.map(|$e| (SELECT {_GRAPH_FACT_FIELDS} FROM relates_to WITH INDEX relates_to_out_relation
+        WHERE out = $e LIMIT $limit))
+];
 """
 
 # --- diff between two moments (kgapp/graph/search/diff.py) ---
 # The facts with a bound between two moments on one axis: only they can hold at one
 # moment and not the other. Each statement is a range on one indexed field and nothing
 # else (no LIMIT: on 3.0.2 a LIMIT may cut an index scan before the rest of the WHERE
-# filters it, docs/surrealdb-notes.md); what was known when is judged in Python.
-_DIFF_FIELDS = """id, in AS source, out AS target, in.name AS source_name,
-    out.name AS target_name, relation, edge_type, fact, confidence, valid_at, invalid_at,
-    created_at, expired_at, supersedes, superseded_by, revision_of"""
+# filters it, docs/surrealdb-notes.md); what was known when is judged in Python. The
+# names of the ends are read afterwards for the facts listed only (DIFF_ENTITY_NAMES):
+# `in.name` on every row read two entities more per fact between the moments.
+_DIFF_FIELDS = """id, in AS source, out AS target, relation, edge_type, fact, confidence,
+    valid_at, invalid_at, created_at, expired_at, supersedes, superseded_by, revision_of"""
 DIFF_VALID_BOUNDS = f"""
 SELECT {_DIFF_FIELDS} FROM relates_to WITH INDEX relates_to_valid_at
 WHERE valid_at > $low AND valid_at <= $high;
@@ -899,6 +911,7 @@ WHERE created_at > $low AND created_at <= $high;
 SELECT {_DIFF_FIELDS} FROM relates_to WITH INDEX relates_to_expired_at
 WHERE expired_at > $low AND expired_at <= $high;
 """
+DIFF_ENTITY_NAMES = "RETURN $ids.map(|$id| (SELECT VALUE name FROM ONLY $id));"
 
 # Bulk loading (benchmarks, imports): rows carry their ids.
 ENTITIES_BULK_INSERT = "INSERT INTO entity $rows RETURN NONE;"
@@ -1114,10 +1127,14 @@ RETURN {
         AND status IN ['queued', 'running'])
 };
 """
+# In lists of IN_INDEXED entities at most: with more values in an IN list, 3.0.2 scans
+# the whole table instead of the index (docs/surrealdb-notes.md).
 COMMUNITIES_OF_ENTITIES = """
-SELECT out AS entity, in AS community FROM has_member WITH INDEX has_member_out
-WHERE out IN $entities AND in.as_of = NONE;
+RETURN array::flatten($lists.map(|$entities| (
+    SELECT out AS entity, in AS community FROM has_member WITH INDEX has_member_out
+    WHERE out IN $entities AND in.as_of = NONE)));
 """
+IN_INDEXED = 32
 
 
 # --- retention (kgapp/graph/retention/) --------------------------------------------------

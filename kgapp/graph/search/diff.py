@@ -93,13 +93,16 @@ async def graph_diff(store: TenantStore, request: DiffRequest) -> DiffResult:
         elif before and not after:
             ended.append(fact)
     changed, added, ended = _pair_versions(added, ended)
-    return DiffResult(
+    result = DiffResult(
         request=request,
         added=_ordered(added)[: request.limit],
         ended=_ordered(ended)[: request.limit],
         changed=sorted(changed, key=lambda c: _order_key(c.after))[: request.limit],
         totals={"added": len(added), "ended": len(ended), "changed": len(changed)},
     )
+    versions = [fact for change in result.changed for fact in (change.before, change.after)]
+    await _name_ends(store, [*result.added, *result.ended, *versions])
+    return result
 
 
 async def _facts_with_a_bound_between(store: TenantStore, request: DiffRequest) -> list[Fact]:
@@ -111,6 +114,19 @@ async def _facts_with_a_bound_between(store: TenantStore, request: DiffRequest) 
     starts, ends = await store.query(sql, bounds)
     unique = {record_key(row["id"]): row for row in (starts or []) + (ends or [])}
     return [as_fact(row) for row in unique.values()]
+
+
+async def _name_ends(store: TenantStore, facts: list[Fact]) -> None:
+    """Give the listed facts the names of their ends (`source_name`, `target_name`; None
+    for an entity that is gone), each entity read once."""
+    ends = {record_key(end): end for fact in facts for end in (fact["source"], fact["target"])}
+    if not ends:
+        return
+    found = await store.query_one(queries.DIFF_ENTITY_NAMES, {"ids": list(ends.values())})
+    names = dict(zip(ends, found or [], strict=True))
+    for fact in facts:
+        fact["source_name"] = names[record_key(fact["source"])]
+        fact["target_name"] = names[record_key(fact["target"])]
 
 
 def _nudged(moment: datetime, by: timedelta) -> datetime:

@@ -80,11 +80,9 @@ async def _read_ends(
 ) -> None:
     """Add to `nodes` the entities at the facts' ends not among them (in one round trip)."""
     ends = {record_key(e) for f in facts for e in (f["source"], f["target"])}
-    batch = queries.Batch()
-    missing = [key for key in ends if key not in nodes]
-    for key in missing:
-        batch.add(queries.GRAPH_ENTITY, id=record_id(key))
-    for row in await store.query(batch.sql, batch.params) if missing else []:
+    missing = [record_id(key) for key in ends if key not in nodes]
+    rows = await store.query_one(queries.GRAPH_ENTITIES, {"ids": missing}) if missing else []
+    for row in rows or []:
         if row:
             nodes[record_key(row["id"])] = row
 
@@ -115,12 +113,13 @@ def _edge(fact: Fact) -> dict[str, Any]:
 
 
 async def _communities_of(store: TenantStore, keys: list[str]) -> dict[str, str]:
-    """The current community of each entity that has one (in one statement)."""
+    """The current community of each entity that has one (in one round trip; the
+    first in record order when it has several)."""
     if not keys:
         return {}
-    rows = await store.query_one(
-        queries.COMMUNITIES_OF_ENTITIES, {"entities": [record_id(k) for k in keys]}
-    )
+    size = queries.IN_INDEXED
+    lists = [[record_id(k) for k in keys[i : i + size]] for i in range(0, len(keys), size)]
+    rows = await store.query_one(queries.COMMUNITIES_OF_ENTITIES, {"lists": lists})
     found: dict[str, str] = {}
     for row in rows or []:
         found.setdefault(record_key(row["entity"]), record_key(row["community"]))
@@ -128,8 +127,53 @@ async def _communities_of(store: TenantStore, keys: list[str]) -> dict[str, str]
 
 
 async def _all_facts(store: TenantStore, entities: list[Any], limit: int) -> list[Fact]:
-    """Every fact out of or into the entities, history included, once each."""
-    unique = list({record_key(e): e for e in entities}.values())
-    out, into = await store.query(queries.GRAPH_FACTS, {"entities": unique, "limit": limit})
-    facts = {record_key(f["id"]): as_fact(f) for f in (out or []) + (into or [])}
-    return list(facts.values())[:limit]
+    """Every fact out of or into the entities, history included, once each: the facts
+    out of them in record order, then those into them, `limit` at most. Each entity's
+    facts are read through the index of its end, a fair share (`limit` / entities) each
+    first, then more of those that had more while fewer than `limit` were found; past
+    the limit, the facts are taken from each entity's in turn."""
+    unique = {record_key(e): e for e in entities}
+    wanted = {end: list(unique) for end in _ENDS}
+    found: dict[tuple[str, str], list[Any]] = {}
+    ask = -(-limit // max(1, len(unique)))  # a fair share, rounded up
+    while any(wanted.values()):
+        asked = {end: [unique[key] for key in keys] for end, keys in wanted.items()}
+        lists = await store.query_one(queries.GRAPH_FACTS, {**asked, "limit": ask})
+        for (end, keys), read in zip(wanted.items(), lists or [[], []], strict=True):
+            found.update({(end, key): rows or [] for key, rows in zip(keys, read, strict=True)})
+        seen = {record_key(row["id"]) for rows in found.values() for row in rows}
+        if len(seen) >= limit or ask >= limit:
+            break
+        for end, keys in wanted.items():  # those that gave all they were asked may have more
+            wanted[end] = [key for key in keys if len(found[end, key]) == ask]
+        ask = min(limit, ask * 4)
+    chosen = _in_turn(list(found.values()), limit)
+    facts: dict[str, Fact] = {}
+    for end in _ENDS:
+        rows = [row for (of, _), read in found.items() if of == end for row in read]
+        for row in sorted(rows, key=lambda row: _record_order(row["id"])):
+            if (key := record_key(row["id"])) in chosen:
+                facts.setdefault(key, as_fact(row))
+    return list(facts.values())
+
+
+_ENDS = ("outs", "intos")  # the facts out of the entities, then those into them
+
+
+def _in_turn(reads: list[list[Any]], limit: int) -> set[str]:
+    """The keys of `limit` facts at most, taken in turn from each read: all of them when
+    they fit."""
+    keys: dict[str, None] = {}
+    for rank in range(max(map(len, reads), default=0)):
+        for rows in reads:
+            if rank < len(rows):
+                keys.setdefault(record_key(rows[rank]["id"]))
+                if len(keys) == limit:
+                    return set(keys)
+    return set(keys)
+
+
+def _record_order(record: RecordID) -> tuple[int, Any]:
+    """A record's place in its table (numbers before strings), as a scan returns them."""
+    key = record.id
+    return (0, key) if isinstance(key, int | float) else (1, str(key))
