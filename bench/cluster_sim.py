@@ -33,6 +33,7 @@ from typing import Any
 import httpx
 import pytest
 
+from kgapp.graph import jobs, stats
 from kgapp.graph.index import layout
 from tenants.graph import tenant_graph
 from tests.cluster import Cluster, Proc, ingests_done
@@ -41,17 +42,18 @@ from tests.cluster_clients import (
     SearchProbe,
     cluster_user,
     commit_times,
-    extraction,
-    feed_truth,
     graph_counts,
     index_matches_graph,
     percentile,
     send,
+    settled_feed,
     until,
     uploads,
     wait_jobs,
     warm,
+    watching,
 )
+from tests.graph.recorded import extraction
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -88,13 +90,12 @@ class Sim:
 
 
 async def episodes_written(graph) -> int:
-    rows = (await graph.aquery("SELECT count() AS n FROM episode GROUP ALL"))[0]
-    return int(rows[0]["n"]) if rows else 0
+    return (await graph.arun(stats.graph_counts)).get("episodes", 0)
 
 
 async def running_jobs(graph) -> dict[str, tuple[Any, int]]:
-    rows = (await graph.aquery("SELECT id, attempts FROM job WHERE status = 'running'"))[0]
-    return {str(row["id"]): (row["id"], int(row["attempts"])) for row in rows or []}
+    rows = await graph.arun(jobs.job_list, status="running", limit=1000, offset=0)
+    return {str(row["id"]): (row["id"], int(row["attempts"])) for row in rows}
 
 
 async def worker_recovery(graph, running: dict[str, tuple[Any, int]], killed: float) -> str:
@@ -102,8 +103,7 @@ async def worker_recovery(graph, running: dict[str, tuple[Any, int]], killed: fl
     ids = [record for record, _ in running.values()]
     queued = None
     while ids:
-        rows = (await graph.aquery("SELECT id, attempts, status FROM job WHERE id IN $ids",
-                                   {"ids": ids}))[0]
+        rows = [await graph.arun(jobs.job_get, record) for record in ids]
         for row in rows:
             if row["status"] == "queued" and queued is None:
                 queued = time.time() - killed
@@ -199,16 +199,9 @@ def finished(rows: dict[str, dict[str, Any]]) -> float:
 
 async def simulate(cluster: Cluster, tenant, token: str, cookie: str, items) -> Sim:
     graph = tenant_graph(tenant)
-    probe = SearchProbe(cluster.web_urls, tenant.slug, token)
-    followers = [Follower(f"{m}{n}", m, cluster.web_urls, tenant.slug, cookie)
-                 for m in sorted(cluster.machines) for n in (1, 2)]
-    sim = Sim(followers, probe)
-    tasks = [asyncio.create_task(f.follow()) for f in followers]
-    tasks.append(asyncio.create_task(probe.run()))
     total = len(items) * MESSAGES
-    try:
-        async with asyncio.timeout(30):
-            await asyncio.gather(*(f.ready.wait() for f in followers))
+    async with watching(cluster, tenant.slug, token, cookie) as (followers, probe):
+        sim = Sim(followers, probe)
         async with httpx.AsyncClient(headers={"Authorization": f"Bearer {token}"},
                                      timeout=30) as client:
             await warm(client, cluster, tenant.slug)
@@ -218,18 +211,7 @@ async def simulate(cluster: Cluster, tenant, token: str, cookie: str, items) -> 
         sim.jobs = await wait_jobs(graph, ids, 300)
         sim.seconds = finished(sim.jobs) - started
         await until(lambda: not probe.pending, 15)
-        since = min(f.first for f in followers if f.first is not None)
-        sim.feed = await feed_truth(graph, since)
-        await until(lambda: all(f.compare(sim.feed)["missing"] == 0 for f in followers), 30)
-        await asyncio.sleep(1.0)  # time for anything late or sent twice to arrive
-        sim.feed = await feed_truth(graph, since)
-    finally:
-        for follower in followers:
-            follower.closing = True
-        probe.stopping = True
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        sim.feed = await settled_feed(graph, followers, 30)
     return sim
 
 

@@ -27,7 +27,7 @@ from kgapp.graph.ingest.service import document_submit
 from kgapp.graph.records import parse_record_id, to_json
 from kgapp.tasks import ingest
 from tenants.graph import tenant_graph
-from tests.graph.recorded import episode_of
+from tests.graph.recorded import extraction
 from tests.test_ingest_worker import (
     default_broker_workers,
     graph_of,
@@ -53,21 +53,6 @@ def conversation() -> bytes:
          "timestamp": 1_700_000_000 + i * 7 * 3600}
         for i, (person, place) in enumerate(zip(PEOPLE, PLACES, strict=True))
     ]).encode()
-
-
-def extraction(body, pause: float = 0.0):
-    if body["response_format"]["json_schema"]["name"] == "resolve_graph":
-        return {"entities": [], "facts": []}
-    time.sleep(pause)
-    speaker, _, text = episode_of(body).partition(": ")
-    place = text.removeprefix("I work at ").removesuffix(".")
-    return {
-        "entities": [{"name": speaker, "entity_type": "Person", "summary": ""},
-                     {"name": place, "entity_type": "Organization", "summary": ""}],
-        "facts": [{"source": speaker, "relation": "WORKS_AT", "target": place,
-                   "fact": f"{speaker} works at {place}.", "edge_type": "semantic",
-                   "confidence": 1.0, "valid_at": None, "invalid_at": None}],
-    }
 
 
 def stop(worker: subprocess.Popen[bytes] | None, sig: int) -> None:

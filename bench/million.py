@@ -361,7 +361,7 @@ async def main(count: int, runs: int, reuse: Path | None, keep: bool, search: bo
             print(f"the tenant imported in {reuse}: {counts.get('facts', 0):,} facts,"
                   f" {counts.get('entities', 0):,} entities (SurrealDB on RocksDB); its"
                   " communities removed, to be detected afresh", flush=True)
-            await store.query("DELETE has_member RETURN NONE; DELETE community RETURN NONE;")
+            await store.query(queries.COMMUNITIES_CLEAR)
         if search:
             running = await index_figures(store, server, config())
             await measure(store, runs)

@@ -15,7 +15,7 @@ import contextlib
 import json
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,7 +33,6 @@ from kgapp.graph.records import parse_record_id, to_json
 from tenants import services
 from tenants.models import Role
 from tests.cluster import Cluster
-from tests.graph.recorded import episode_of
 
 # --- the uploads and the scripted model -------------------------------------------------
 
@@ -74,23 +73,6 @@ def uploads(sizes: list[int], first: int = 0) -> list[Upload]:
         made.append(Upload(f"chat-{first + number}.json", tuple(word(n + i) for i in range(size))))
         n += size
     return made
-
-
-def extraction(body: dict[str, Any], pause: float = 0.0) -> dict[str, Any]:
-    """The scripted model: "<person>: I work at <place>." is one WORKS_AT fact; nothing
-    is merged or contradicted."""
-    if body["response_format"]["json_schema"]["name"] == "resolve_graph":
-        return {"entities": [], "facts": []}
-    time.sleep(pause)
-    speaker, _, text = episode_of(body).partition(": ")
-    place = text.removeprefix("I work at ").removesuffix(".")
-    return {
-        "entities": [{"name": speaker, "entity_type": "Person", "summary": ""},
-                     {"name": place, "entity_type": "Organization", "summary": ""}],
-        "facts": [{"source": speaker, "relation": "WORKS_AT", "target": place,
-                   "fact": f"{speaker} works at {place}.", "edge_type": "semantic",
-                   "confidence": 1.0, "valid_at": None, "invalid_at": None}],
-    }
 
 
 async def upload(client: httpx.AsyncClient, url: str, slug: str, item: Upload) -> str:
@@ -392,6 +374,40 @@ async def wait_jobs(graph: Any, ids: list[str], timeout: float) -> dict[str, dic
         if ended or time.monotonic() > deadline:
             return rows
         await asyncio.sleep(0.2)
+
+
+@contextlib.asynccontextmanager
+async def watching(
+    cluster: Cluster, slug: str, token: str, cookie: str
+) -> AsyncIterator[tuple[list[Follower], SearchProbe]]:
+    """Two explorer sockets on each machine's web server and a search probe, running and
+    connected for the block; stopped at its end."""
+    probe = SearchProbe(cluster.web_urls, slug, token)
+    followers = [Follower(f"{m}{n}", m, cluster.web_urls, slug, cookie)
+                 for m in sorted(cluster.machines) for n in (1, 2)]
+    tasks = [asyncio.create_task(f.follow()) for f in followers]
+    tasks.append(asyncio.create_task(probe.run()))
+    try:
+        async with asyncio.timeout(30):
+            await asyncio.gather(*(f.ready.wait() for f in followers))
+        yield followers, probe
+    finally:
+        for follower in followers:
+            follower.closing = True
+        probe.stopping = True
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
+async def settled_feed(graph: Any, followers: list[Follower], timeout: float) -> list[Seen]:
+    """The change feed since the sockets connected, once every socket has all of it and
+    a moment more has passed for anything late or sent twice to arrive."""
+    since = min(f.first for f in followers if f.first is not None)
+    feed = await feed_truth(graph, since)
+    await until(lambda: all(f.compare(feed)["missing"] == 0 for f in followers), timeout)
+    await asyncio.sleep(1.0)
+    return await feed_truth(graph, since)
 
 
 async def until(check: Callable[[], bool], timeout: float) -> bool:

@@ -43,16 +43,17 @@ from tests.cluster_clients import (
     SearchProbe,
     cluster_user,
     commit_times,
-    extraction,
-    feed_truth,
     graph_counts,
     index_matches_graph,
     send,
+    settled_feed,
     until,
     uploads,
     wait_jobs,
     warm,
+    watching,
 )
+from tests.graph.recorded import extraction
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
@@ -75,15 +76,8 @@ class Run:
 
 async def scenario(cluster: Cluster, tenant, token: str, cookie: str) -> Run:
     graph = tenant_graph(tenant)
-    probe = SearchProbe(cluster.web_urls, tenant.slug, token)
-    followers = [Follower(f"{m}{n}", m, cluster.web_urls, tenant.slug, cookie)
-                 for m in sorted(cluster.machines) for n in (1, 2)]
-    run = Run(followers, probe)
-    tasks = [asyncio.create_task(f.follow()) for f in followers]
-    tasks.append(asyncio.create_task(probe.run()))
-    try:
-        async with asyncio.timeout(30):
-            await asyncio.gather(*(f.ready.wait() for f in followers))
+    async with watching(cluster, tenant.slug, token, cookie) as (followers, probe):
+        run = Run(followers, probe)
         async with httpx.AsyncClient(headers={"Authorization": f"Bearer {token}"},
                                      timeout=30) as client:
             await warm(client, cluster, tenant.slug)
@@ -100,18 +94,7 @@ async def scenario(cluster: Cluster, tenant, token: str, cookie: str) -> Run:
         a.indexer.kill()
         run.jobs.update(await wait_jobs(graph, long, 120))
         await until(lambda: not probe.pending, 10)
-        since = min(f.first for f in followers if f.first is not None)
-        run.feed = await feed_truth(graph, since)
-        await until(lambda: all(f.compare(run.feed)["missing"] == 0 for f in followers), 15)
-        await asyncio.sleep(1.0)  # time for anything late or sent twice to arrive
-        run.feed = await feed_truth(graph, since)
-    finally:
-        for follower in followers:
-            follower.closing = True
-        probe.stopping = True
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        run.feed = await settled_feed(graph, followers, 15)
     return run
 
 

@@ -787,6 +787,10 @@ SELECT id, name, entity_type FROM $entities WHERE id != NONE;
 SELECT id, title, file_name FROM $documents WHERE id != NONE;
 """
 
+# Every community and membership of the tenant (bench/million.py, before detecting
+# communities afresh on a kept tenant).
+COMMUNITIES_CLEAR = "DELETE has_member RETURN NONE; DELETE community RETURN NONE;"
+
 # Facts within `depth` hops of the seed entities (breadth-first over visible facts).
 FACTS_NEAR = f"""
 SELECT {_FACT_FIELDS} FROM relates_to WITH INDEX relates_to_in_relation

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from pathlib import Path
 from typing import Any
 
@@ -32,3 +33,21 @@ def answer_from_recordings(body: dict[str, Any]) -> dict[str, Any] | None:
     if task == "resolve_graph":
         return {"entities": [], "facts": []}
     return None
+
+
+def extraction(body: dict[str, Any], pause: float = 0.0) -> dict[str, Any]:
+    """A scripted model for the multi-process runs (faults, cluster): "<person>: I work at
+    <place>." is one WORKS_AT fact; nothing is merged or contradicted. `pause`: its
+    think time per extraction."""
+    if body["response_format"]["json_schema"]["name"] == "resolve_graph":
+        return {"entities": [], "facts": []}
+    time.sleep(pause)
+    speaker, _, text = episode_of(body).partition(": ")
+    place = text.removeprefix("I work at ").removesuffix(".")
+    return {
+        "entities": [{"name": speaker, "entity_type": "Person", "summary": ""},
+                     {"name": place, "entity_type": "Organization", "summary": ""}],
+        "facts": [{"source": speaker, "relation": "WORKS_AT", "target": place,
+                   "fact": f"{speaker} works at {place}.", "edge_type": "semantic",
+                   "confidence": 1.0, "valid_at": None, "invalid_at": None}],
+    }

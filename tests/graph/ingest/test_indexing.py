@@ -9,12 +9,11 @@ from datetime import UTC, datetime
 import numpy as np
 import pytest
 
-from kgapp.graph import jobs
 from kgapp.graph.chunking import passage_units
 from kgapp.graph.embeddings import local_embedder, unpack_vectors
 from kgapp.graph.ingest.model import EpisodeInput
-from kgapp.graph.ingest.pipeline import ingest_job
 from kgapp.graph.ingest.service import stragglers_index
+from tests.graph.ingest.test_pipeline_offline import run
 
 DAY = datetime(2024, 2, 1, tzinfo=UTC)
 CHAT = EpisodeInput(
@@ -28,11 +27,6 @@ TEXT = EpisodeInput(content="Alice works at Acme Corp. She lives in Lyon.", sour
 @pytest.fixture
 async def graph(migrated_store):
     return await migrated_store()
-
-
-async def run(store, episodes):
-    job = await jobs.job_create(store, kind="ingest_episode")
-    return await ingest_job(store, job["id"], episodes, embedder=local_embedder(), llm=None)
 
 
 async def unembedded(store) -> dict[str, list[str]]:
