@@ -1,6 +1,7 @@
-"""The indexing phase after a job's episodes: the vectors resolution did not need (the
-facts' and the passage units' of episodes), in batches, one model call and one write
-a batch."""
+"""An episode's vectors: those of its new names, its facts and its passage units, in one
+model call at resolution (`embed_episode`), written with the episode; and the indexing
+phase after a job's episodes, for what that left (episodes an earlier run of the job
+wrote, revisions, a failed call), in batches, one model call and one write a batch."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from kgapp.graph import queries
 from kgapp.graph.chunking import passage_units
 from kgapp.graph.embeddings import pack_vectors
 from kgapp.graph.errors import UniqueViolation
-from kgapp.graph.ingest.model import IngestContext
+from kgapp.graph.ingest.model import EpisodeWork, IngestContext
 from kgapp.graph.records import record_key
 
 # Conflicting batches (another worker indexing the same rows) before the sweep leaves
@@ -24,6 +25,47 @@ from kgapp.graph.records import record_key
 INDEX_CONFLICTS = 4
 FACT_BATCH = 64
 EPISODE_BATCH = 16
+
+
+async def embed_episode(ctx: IngestContext, work: EpisodeWork, names: Sequence[str]) -> None:
+    """Embed `names` (into ctx.name_vectors), the episode's facts and its passage units
+    in one model call (one call an episode costs far less than three), so that
+    persist writes the vectors with the episode and the indexing phase has nothing
+    left of it. Facts whose text a retry extracted again are embedded then."""
+    facts = [draft for draft in work.facts if draft.embedding is None]
+    units = episode_units(work.input.source, work.input.content)
+    if work.unit_vectors is not None:
+        units = ()
+    texts = [*names, *(draft.fact for draft in facts), *units]
+    if not texts:
+        return
+    with ctx.timings.measure("embed"):
+        vectors = await asyncio.to_thread(ctx.embedder.embed, texts)
+    ctx.name_vectors.update(zip(names, vectors[: len(names)], strict=True))
+    for draft, vector in zip(facts, vectors[len(names) :], strict=False):
+        draft.embedding = vector
+    if units:
+        work.unit_vectors = vectors[len(names) + len(facts) :]
+
+
+def episode_units(source: str, content: str) -> tuple[str, ...]:
+    """The texts of an episode's unit vectors: its passage units, or its whole content
+    where it has none (blank), so that it counts as indexed all the same."""
+    return passage_units(source, content) or (content,)
+
+
+def add_units(
+    batch: queries.Batch, episode: RecordID, vectors: Sequence[Sequence[float]]
+) -> None:
+    """Write an episode's unit vectors, and their normalised mean as its own vector."""
+    batch.add(
+        queries.EPISODE_UNITS_SET,
+        units=RecordID("episode_units", record_key(episode)),
+        episode=episode,
+        vectors=pack_vectors(vectors),
+        count=len(vectors),
+        mean=_mean_direction(vectors),
+    )
 
 
 async def index_pending(
@@ -42,6 +84,8 @@ async def index_pending(
     A job's (`episodes`): the facts it wrote (`ctx.facts`), those an earlier run of it
     wrote for the episodes it found there (`ctx.earlier`, by index), and its episodes.
     None: every such row of the tenant (`index_stragglers`), a scan of both tables."""
+    if episodes is not None and not (ctx.facts or ctx.earlier or episodes):
+        return  # every episode went with its vectors (embed_episode)
     with ctx.timings.measure("index"):
         if episodes is None:
             await _sweep(ctx, fact_batch, episode_batch)
@@ -93,9 +137,7 @@ async def _embed_and_write(
     """Embed and write one batch; False if another worker wrote a row of it first."""
     if not facts and not episodes:
         return True
-    # An episode without a unit (blank content) is embedded whole, so that it is marked
-    # as indexed all the same.
-    units = [passage_units(row["source"], row["content"]) or (row["content"],) for row in episodes]
+    units = [episode_units(row["source"], row["content"]) for row in episodes]
     texts = [row["fact"] for row in facts] + [unit for own in units for unit in own]
     vectors = await asyncio.to_thread(ctx.embedder.embed, texts)
     batch = _writes(facts, episodes, units, vectors)
@@ -119,20 +161,12 @@ def _writes(
         batch.add(queries.FACT_EMBEDDING_SET, id=row["id"], vector=vector)
     start = len(facts)
     for row, own in zip(episodes, units, strict=True):
-        mine = vectors[start : start + len(own)]
+        add_units(batch, row["id"], vectors[start : start + len(own)])
         start += len(own)
-        batch.add(
-            queries.EPISODE_UNITS_SET,
-            units=RecordID("episode_units", record_key(row["id"])),
-            episode=row["id"],
-            vectors=pack_vectors(mine),
-            count=len(mine),
-            mean=_mean_direction(mine),
-        )
     return batch
 
 
-def _mean_direction(vectors: list[list[float]]) -> list[float]:
+def _mean_direction(vectors: Sequence[Sequence[float]]) -> list[float]:
     """The unit-length mean of `vectors` (the first one where they cancel out)."""
     mean = np.mean(np.asarray(vectors, dtype=np.float32), axis=0)
     norm = float(np.linalg.norm(mean))

@@ -153,8 +153,9 @@ class IngestContext:
     # The text of each document's chunk last sent to the offline extractor: the next
     # chunk is read after it (who "she" is, which company "the company" is).
     previous_text: dict[str, str] = field(default_factory=dict)
-    # What the job's indexing phase embeds (ingest/indexing.py): its episodes, the
-    # facts it wrote, and those of the episodes an earlier run of it wrote (`earlier`).
+    # What the job's indexing phase embeds (ingest/indexing.py): its episodes written
+    # without their vectors, the facts it wrote without theirs, and those of the
+    # episodes an earlier run of it wrote (`earlier`).
     episodes: list[RecordID] = field(default_factory=list)
     facts: list[RecordID] = field(default_factory=list)
     earlier: list[RecordID] = field(default_factory=list)
@@ -174,3 +175,6 @@ class EpisodeWork:
     extraction: Any = None
     entities: list[EntityDraft] = field(default_factory=list)
     facts: list[FactDraft] = field(default_factory=list)
+    # Its passage units' vectors (indexing.embed_episode), written with it; kept so
+    # that a retry does not embed them again.
+    unit_vectors: list[list[float]] | None = None

@@ -12,6 +12,7 @@ from surrealdb.data.types.record_id import RecordID
 
 from kgapp.graph import queries
 from kgapp.graph.chunking import split_sentences
+from kgapp.graph.ingest.indexing import add_units
 from kgapp.graph.ingest.model import EntityDraft, EpisodeWork, FactDraft, IngestContext
 from kgapp.graph.ingest.prepare import saga_record
 from kgapp.graph.ingest.resolve_entities import new_record
@@ -58,6 +59,8 @@ async def persist(ctx: IngestContext, work: EpisodeWork, summaries: dict[str, st
     batch = queries.Batch()
     episode = work.input
     batch.add(queries.EPISODE_CREATE, id=work.record, data=_episode_row(work))
+    if work.unit_vectors is not None:
+        add_units(batch, work.record, work.unit_vectors)
     if episode.message_keys:
         batch.add(queries.MESSAGE_KEYS_SET, keys=list(episode.message_keys), episode=work.record)
     if episode.saga:
@@ -81,6 +84,13 @@ async def persist(ctx: IngestContext, work: EpisodeWork, summaries: dict[str, st
     with ctx.timings.measure("persist"):
         await ctx.store.transaction(batch.sql, batch.params)
     ctx.counts["episodes"] += 1
+    if work.unit_vectors is None:
+        ctx.episodes.append(work.record)  # for the job's indexing phase
+    else:
+        ctx.counts["passages_indexed"] += len(work.unit_vectors)
+    ctx.counts["facts_indexed"] += sum(
+        1 for d in work.facts if d.duplicate_of is None and d.embedding is not None
+    )
 
 
 def _episode_row(work: EpisodeWork) -> dict[str, Any]:

@@ -38,7 +38,6 @@ def saga_record(name: str) -> RecordID:
 async def prepare(ctx: IngestContext, episode: EpisodeInput) -> EpisodeWork | None:
     digest = content_hash(episode.content)
     record = episode_record(episode, digest)
-    ctx.episodes.append(record)
     # Whether it exists, and the saga's episodes before it: one round trip.
     batch = queries.Batch()
     batch.add(queries.RECORD_EXISTS, id=record)
@@ -54,6 +53,7 @@ async def prepare(ctx: IngestContext, episode: EpisodeInput) -> EpisodeWork | No
     if exists:
         ctx.counts["episodes_skipped"] += 1
         ctx.earlier.append(record)
+        ctx.episodes.append(record)  # that run may have stopped before indexing it
         return None
     work = EpisodeWork(input=episode, record=record, content_hash=digest)
     rows: list[dict[str, Any]] = (context[0] if context else None) or []

@@ -19,12 +19,12 @@ the same entity at once write the same record and the loser retries.
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from surrealdb.data.types.record_id import RecordID
 
 from kgapp.graph import names, queries
+from kgapp.graph.ingest.indexing import embed_episode
 from kgapp.graph.ingest.model import AutoMerge, EntityDraft, EpisodeWork, IngestContext
 from kgapp.graph.ingest.vectors import entity_vectors
 from kgapp.graph.ontology import types_compatible
@@ -43,6 +43,7 @@ def new_record(draft: EntityDraft) -> RecordID:
 
 async def resolve_entities(ctx: IngestContext, work: EpisodeWork) -> None:
     if not work.entities:
+        await embed_episode(ctx, work, [])
         return
     with ctx.timings.measure("resolve_entities"):
         keys = [names.match_key(d.name, d.entity_type) for d in work.entities]
@@ -70,11 +71,9 @@ async def resolve_entities(ctx: IngestContext, work: EpisodeWork) -> None:
             unresolved.append(draft)
         # Only names not matched exactly need a vector: known entities have theirs. Those
         # embedded with their episode's extraction (extract_ahead) are not embedded again.
-        missing = [d for d in unresolved if d.name not in ctx.name_vectors]
-        if missing:
-            with ctx.timings.measure("embed"):
-                vectors = await asyncio.to_thread(ctx.embedder.embed, [d.name for d in missing])
-            ctx.name_vectors.update(zip([d.name for d in missing], vectors, strict=True))
+        # The same call embeds the episode's facts and passage units.
+        missing = dict.fromkeys(d.name for d in unresolved if d.name not in ctx.name_vectors)
+        await embed_episode(ctx, work, list(missing))
         for draft in unresolved:
             draft.embedding = ctx.name_vectors[draft.name]
         await _by_embedding(ctx, unresolved)

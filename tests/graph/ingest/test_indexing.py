@@ -66,6 +66,15 @@ async def test_a_job_embeds_its_facts_and_each_unit_of_its_episodes(graph) -> No
     assert report.counts["passages_indexed"] == sum(row["units"] for row in rows)
 
 
+async def test_an_episode_is_written_with_its_vectors_and_leaves_the_phase_nothing(graph) -> None:
+    """Names, facts and passage units are embedded at resolution and written with the
+    episode: the job's indexing phase has nothing to read or embed."""
+    report = await run(graph, [CHAT, TEXT])
+    assert "index" not in report.timings
+    assert await unembedded(graph) == {"facts": [], "episodes": []}
+    assert report.counts["facts_indexed"] > 0 and report.counts["passages_indexed"] >= 3
+
+
 async def test_a_job_run_again_embeds_what_its_first_run_left(graph) -> None:
     await run(graph, [CHAT, TEXT])
     await forget_vectors(graph, CHAT.content)
