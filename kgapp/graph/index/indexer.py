@@ -13,11 +13,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 import os
 import shutil
 import time
 from collections import OrderedDict
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import IO
@@ -38,6 +40,10 @@ log = logging.getLogger(__name__)
 
 TABLES: tuple[TableSpec, ...] = (FACTS, ENTITIES)
 FEED_LOOKBACK = 1.0  # seconds: commits visible late are read again (live.FeedTail)
+# A pass reads back FEED_LOOKBACK at most this often: a commit seen a millisecond late
+# (live.py) is still read back in time, and passes close together (an episode every
+# 100 ms) do not each read the last second's changes again.
+SWEEP_EVERY = FEED_LOOKBACK / 2
 # Whatever commits after a rebuild's read has a later versionstamp; the margin covers the
 # engine's coarse mapping of times to versionstamps (re-reads change nothing).
 CURSOR_MARGIN = timedelta(seconds=10)
@@ -56,6 +62,7 @@ class TenantWriter:
         self.manifest: Manifest | None = None
         self.tables: dict[str, TableWriter] = {}
         self.tail: live.FeedTail | None = None
+        self.swept = -math.inf  # when a pass last read back (time.monotonic)
 
     async def run_pass(self, store: TenantStore) -> Manifest:
         epoch, now = await store.query(queries.SEARCH_INDEX_STATE)
@@ -145,7 +152,10 @@ class TenantWriter:
 
     async def _follow(self, store: TenantStore) -> bool:
         assert self.tail is not None
-        changed, sweep = False, True  # once: the look back; then on while behind
+        # The look back once (at most every SWEEP_EVERY), then on while behind.
+        changed, sweep = False, time.monotonic() - self.swept >= SWEEP_EVERY
+        if sweep:
+            self.swept = time.monotonic()
         while True:
             for change in await self.tail.read(store, sweep=sweep):
                 writer = self.tables[change.table]
@@ -163,8 +173,13 @@ class TenantWriter:
         manifest = self.manifest
         if changed:
             manifest.generation += 1
-            for name, writer in self.tables.items():
-                manifest.tables[name] = writer.commit(manifest.generation, threads=self.threads)
+            # Side by side: each table's commit waits mostly on the disk (fsync).
+            with ThreadPoolExecutor(len(self.tables)) as pool:
+                states = pool.map(
+                    lambda writer: writer.commit(manifest.generation, threads=self.threads),
+                    self.tables.values(),
+                )
+                manifest.tables.update(zip(self.tables, states, strict=True))
         if isinstance(self.tail.cursor, int):
             manifest.cursor = self.tail.cursor
         manifest.applied = now.isoformat()
@@ -258,9 +273,13 @@ class Indexer:
                     with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(stop.wait(), delay)
         finally:
-            for namespace in list(self.writers):
-                self._drop(namespace)
+            self.close()
             handle.close()
+
+    def close(self) -> None:
+        """Let go of every tenant's writer and lock."""
+        for namespace in list(self.writers):
+            self._drop(namespace)
 
     async def run_once(self) -> None:
         stores = self.stores()

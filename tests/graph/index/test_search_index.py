@@ -249,6 +249,34 @@ async def test_the_index_outlives_the_process(migrated_store) -> None:
     assert await found(store, "Orbital") == ["Ada works at Orbital Labs."]
 
 
+async def test_passes_close_together_read_the_feed_back_once(migrated_store) -> None:
+    """A pass reads back FEED_LOOKBACK seconds for late commits at most every
+    SWEEP_EVERY; the passes between read from their cursor and still see every write."""
+    store = await facts_store(migrated_store)
+    writer = indexer.TenantWriter(layout.tenant_dir(store.namespace), store.namespace)
+    await writer.run_pass(store)  # the first builds the index from the records
+    assert writer.tail is not None
+    read, sweeps = writer.tail.read, []
+
+    async def reading(store, *, sweep=False):
+        sweeps.append(sweep)
+        return await read(store, sweep=sweep)
+
+    writer.tail.read = reading  # type: ignore[method-assign]
+    texts = ("Ada met Quantum Labs.", "Ada left Quantum Labs.", "Ada joined Quantum Labs.")
+    for number, text in enumerate(texts):
+        await add_fact(store, f"f{number + 2}", text, "quantum", at(2024, 2, 1))
+        if number == 2:
+            writer.swept -= indexer.SWEEP_EVERY  # as after a while without passes
+        await writer.run_pass(store)
+    writer.close()
+    assert sweeps == [True, False, True]
+    forget_this_process()
+    assert sorted(await found(store, "Quantum")) == [
+        "Ada joined Quantum Labs.", "Ada left Quantum Labs.", "Ada met Quantum Labs."
+    ]
+
+
 async def test_one_tenants_index_is_never_opened_for_another(migrated_store) -> None:
     ours = await facts_store(migrated_store)
     theirs = await migrated_store()
