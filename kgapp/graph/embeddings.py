@@ -83,6 +83,11 @@ class LocalMiniLM:
     name = "local:all-MiniLM-L6-v2"
     dimension = 384
     batch_size = 64
+    # A batch is padded to its longest text: texts go longest first in batches of at
+    # most this many characters (the longest's times their number), so that a short
+    # name is not computed at the length of a message beside it. About a quarter less
+    # time for an episode's texts, and for 64 mixed facts (bench figures in the README).
+    batch_chars = 1200
 
     def __init__(self, *, threads: int | None = None, model_path: Path | None = None) -> None:
         self.threads = threads or min(2, os.cpu_count() or 1)
@@ -96,15 +101,33 @@ class LocalMiniLM:
         if not prepared:
             return []
         model = self.model()
+        vectors = np.empty((len(prepared), self.dimension), dtype=np.float32)
         with self._encode_lock:
-            vectors = model.encode(
-                prepared,
-                batch_size=self.batch_size,
-                normalize_embeddings=True,
-                convert_to_numpy=True,
-                show_progress_bar=False,
-            )
+            for batch in self._batches(prepared):
+                vectors[batch] = model.encode(
+                    [prepared[i] for i in batch],
+                    batch_size=len(batch),
+                    normalize_embeddings=True,
+                    convert_to_numpy=True,
+                    show_progress_bar=False,
+                )
         return vectors.astype(np.float64).tolist()
+
+    def _batches(self, texts: list[str]) -> list[list[int]]:
+        """Indexes of `texts`, longest first, cut where a batch would pass
+        `batch_chars` (padded) or `batch_size`."""
+        batches: list[list[int]] = []
+        for i in sorted(range(len(texts)), key=lambda i: -len(texts[i])):
+            batch = batches[-1] if batches else None
+            if (
+                batch is None
+                or len(batch) == self.batch_size
+                or (len(batch) + 1) * len(texts[batch[0]]) > self.batch_chars
+            ):
+                batches.append([i])
+            else:
+                batch.append(i)
+        return batches
 
     def model(self) -> SentenceTransformer:
         """The loaded model, loading it on first use."""

@@ -95,6 +95,25 @@ def test_batch_of_100_keeps_input_order(embedder: LocalMiniLM) -> None:
         assert cosine(alone, batch[i]) > 0.9999
 
 
+def test_texts_of_mixed_lengths_batch_by_length_and_keep_their_vectors(
+    embedder: LocalMiniLM,
+) -> None:
+    texts = [
+        "Ann", "Maria went camping with her kids at the lake last weekend. " * 6, "Acme",
+        "Bob works at Acme.", "Tom: I adopted a rescue dog.", "word " * 300, "Lyon",
+    ]
+    batches = embedder._batches(texts)
+    assert sorted(i for batch in batches for i in batch) == list(range(len(texts)))
+    assert len(batches) > 1  # a name is not padded to the length of a long message
+    for batch in batches:
+        longest = len(texts[batch[0]])
+        assert all(len(texts[i]) <= longest for i in batch)
+        assert len(batch) == 1 or len(batch) * longest <= embedder.batch_chars
+    together = embedder.embed(texts)
+    for i, text in enumerate(texts):
+        assert cosine(embedder.embed([text])[0], together[i]) > 0.9999
+
+
 def test_empty_input_and_empty_texts(embedder: LocalMiniLM) -> None:
     assert embedder.embed([]) == []
     vectors = embedder.embed(["", "Alice", "   "])
