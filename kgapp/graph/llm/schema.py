@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import functools
 from typing import Any
 
 from pydantic import BaseModel
@@ -21,7 +22,15 @@ def strict_json_schema(model: type[BaseModel]) -> dict[str, Any]:
     `$ref`s are kept; a `$ref` with siblings (a described nested model) is inlined,
     since strict mode rejects siblings of `$ref`. Raises ValueError for free-form
     mappings (`dict[str, X]`), which strict mode cannot express.
+
+    Built once a model (pydantic's schema generation costs milliseconds a call); each
+    caller gets its own copy.
     """
+    return copy.deepcopy(_strict_schema(model))
+
+
+@functools.lru_cache(maxsize=64)
+def _strict_schema(model: type[BaseModel]) -> dict[str, Any]:
     root = model.model_json_schema()
     return _strict_node(copy.deepcopy(root), root)
 

@@ -440,6 +440,14 @@ def test_strict_json_schema_closes_every_object_and_requires_every_property() ->
     assert schema["properties"]["also"]["items"] == {"$ref": "#/$defs/Place"}
 
 
+def test_strict_json_schema_gives_each_caller_a_copy_of_its_own() -> None:
+    first = strict_json_schema(Event)
+    first["properties"].clear()
+    first["$defs"]["Place"]["required"].append("nowhere")
+    again = strict_json_schema(Event)
+    assert again["properties"] and "nowhere" not in again["$defs"]["Place"]["required"]
+
+
 def test_strict_json_schema_rejects_free_form_mappings() -> None:
     class Loose(BaseModel):
         attributes: dict[str, str]
