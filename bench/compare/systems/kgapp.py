@@ -19,7 +19,9 @@ from bench.compare.systems.base import System, SystemEntity, SystemFact
 from kgapp import surreal_server
 from kgapp.graph import jobs, schema
 from kgapp.graph.export.snapshot import export_graph
+from kgapp.graph.index import layout
 from kgapp.graph.index.cache import tenant_index
+from kgapp.graph.index.indexer import Indexer
 from kgapp.graph.ingest.model import EpisodeInput
 from kgapp.graph.ingest.pipeline import ingest_job
 from kgapp.graph.llm.client import LLMClient
@@ -87,6 +89,10 @@ class KgappSystem(System):
             self._store, schema.load_migrations(ROOT / "schema"), embedding_dim=embeddings.dimension
         )
         self._embeddings = embeddings
+        # The search index as `make run` keeps it: this machine's indexer holds each
+        # tenant's writer between passes; readers refresh from what it committed.
+        self._indexer_lock = layout.hold_indexer_lock()
+        self._indexer = Indexer(lambda: {self.store.namespace or "": self.store})
         self._llm = LLMClient(LLMConfig(base_url=model.base_url, api_key="bench", model="bench"))
 
     @property
@@ -106,8 +112,9 @@ class KgappSystem(System):
         )
         if report.failures:
             raise RuntimeError(f"{episode.id} failed: {report.failures}")
-        # Searchable now: the search index takes up the episode's facts (in the product
-        # the indexer process does this beside the worker; here nothing else would).
+        # Searchable now: the indexer's pass takes up the episode's facts (in the product
+        # its process does this beside the worker, every 0.2 s), then readers see them.
+        await self._indexer.run_once()
         await tenant_index(self.store)
 
     async def entities(self) -> list[SystemEntity]:
@@ -148,6 +155,8 @@ class KgappSystem(System):
 
     async def close(self) -> None:
         if self._store is not None:
+            self._indexer.close()
+            self._indexer_lock.close()
             await self._pool.close()
         if self._server is not None:
             self._server.stop()
