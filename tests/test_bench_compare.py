@@ -109,3 +109,15 @@ def test_this_product_through_the_bench(tmp_path) -> None:
     text = report.markdown({"date": "d", "machine": "m", "corpus": "c", "latency_episodes": 1,
                             "locomo": None}, {"kgapp": {"quality": result}})
     assert "| Model calls per episode | 1." in text
+
+
+def test_the_ratios_say_whether_own_ingest_is_at_most_half_of_graphitis() -> None:
+    def run(own: float) -> dict:
+        return {"ingest": {"own_ms_median": own, "calls_per_episode": 1.0}}
+
+    results = {"kgapp": {"quality": run(60), "locomo": run(150)},
+               "graphiti": {"quality": run(130), "locomo": run(200)}}
+    line = report.ratios(results)[-1]
+    assert "0.46× on the generated corpus (met)" in line
+    assert "0.75× on LoCoMo (not met)" in line
+    assert report.ratios({"kgapp": {"quality": run(60)}}) == []

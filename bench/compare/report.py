@@ -194,7 +194,30 @@ def ratios(results: Results) -> list[str]:
             )
         if parts:
             lines.append(f"- {LABELS[peer]} takes " + ", ".join(parts) + " of this product's.")
-    return lines
+    return lines + _own_target(results)
+
+
+# Issue 32: this product's own ingest per episode at most half of Graphiti's, on both.
+OWN_TARGET = 0.5
+
+
+def _own_target(results: Results) -> list[str]:
+    """This product's own ingest time per episode over Graphiti's, on each corpus, against
+    OWN_TARGET."""
+    parts = []
+    for mode, corpus in (("quality", "the generated corpus"), ("locomo", "LoCoMo")):
+        ours = _get((results.get("kgapp") or {}).get(mode) or {}, "ingest", "own_ms_median")
+        theirs = _get((results.get("graphiti") or {}).get(mode) or {}, "ingest", "own_ms_median")
+        if ours and theirs:
+            share = ours / theirs
+            verdict = "met" if share <= OWN_TARGET else "not met"
+            parts.append(f"{share:.2f}× on {corpus} ({verdict})")
+    if not parts:
+        return []
+    return [
+        f"- This product's own ingest time per episode over Graphiti's (target at most "
+        f"{OWN_TARGET}×): " + "; ".join(parts) + "."
+    ]
 
 
 def markdown(meta: dict[str, Any], results: Results) -> str:
