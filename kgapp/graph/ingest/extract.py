@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import math
 from dataclasses import dataclass, field, replace
 from typing import cast
 
 from kgapp.graph.embeddings import EmbeddingError
+from kgapp.graph.ingest.indexing import episode_units
 from kgapp.graph.ingest.model import (
     EntityDraft,
     EpisodeInput,
@@ -84,7 +84,7 @@ def extract_ahead(ctx: IngestContext, episode: EpisodeInput) -> None:
     messages = [replace(m, text=visible_text(m.text)) for m in episode.turns]
     before = _previous_chunk(ctx, episode)
 
-    def run() -> Extraction:
+    def run() -> _Parsed:
         if messages:
             extraction = extractor.extract_conversation(
                 messages, reference_time=episode.reference_time
@@ -95,14 +95,37 @@ def extract_ahead(ctx: IngestContext, episode: EpisodeInput) -> None:
                 reference_time=episode.reference_time,
                 context=visible_text(before),
             )
-        names = list(dict.fromkeys(display_name(e.name) for e in extraction.entities))
-        names = [n for n in names if n and n not in ctx.name_vectors]
-        # On failure resolution embeds them itself, and reports the error there.
-        with contextlib.suppress(EmbeddingError):
-            ctx.name_vectors.update(zip(names, ctx.embedder.embed(names), strict=True))
-        return extraction
+        return _embedded_ahead(ctx, episode, extraction)
 
     ctx.ahead[key] = asyncio.ensure_future(asyncio.to_thread(run))
+
+
+@dataclass
+class _Parsed:
+    """An offline extraction done ahead, with the vectors of its facts (by text) and of
+    its episode's passage units (None where embedding failed)."""
+
+    extraction: Extraction
+    fact_vectors: dict[str, list[float]]
+    unit_vectors: list[list[float]] | None
+
+
+def _embedded_ahead(ctx: IngestContext, episode: EpisodeInput, extraction: Extraction) -> _Parsed:
+    """In the extraction's thread, one model call for what resolution and persist will
+    need: the new names (into ctx.name_vectors), the facts' texts and the passage units
+    (indexing.embed_episode takes them), so that embedding too overlaps the database
+    work of the episodes before."""
+    names = list(dict.fromkeys(display_name(e.name) for e in extraction.entities))
+    names = [n for n in names if n and n not in ctx.name_vectors]
+    facts = list(dict.fromkeys(t for t in map(_fact_text, extraction.facts) if t))
+    units = episode_units(episode.source, episode.content)
+    try:
+        vectors = ctx.embedder.embed([*names, *facts, *units])
+    except EmbeddingError:  # resolution embeds them itself, and reports the error there
+        return _Parsed(extraction, {}, None)
+    ctx.name_vectors.update(zip(names, vectors, strict=False))
+    found = dict(zip(facts, vectors[len(names) :], strict=False))
+    return _Parsed(extraction, found, vectors[len(names) + len(facts) :])
 
 
 def _previous_chunk(ctx: IngestContext, episode: EpisodeInput) -> str:
@@ -130,9 +153,14 @@ async def _extract_offline(ctx: IngestContext, work: EpisodeWork) -> Extraction 
     if ahead is not None:
         with ctx.timings.measure("extract"):
             try:
-                return cast(Extraction, await ahead)
+                parsed = cast(_Parsed, await ahead)
             except ExtractorUnavailable:
                 pass  # it failed to load: `problem` now says why
+            else:
+                work.fact_vectors = parsed.fact_vectors
+                if parsed.unit_vectors is not None:
+                    work.unit_vectors = parsed.unit_vectors
+                return parsed.extraction
     ctx.counts["episodes_not_extracted"] += 1
     note = f"stored but not extracted: {extractor.problem}"
     if note not in ctx.notes:
@@ -231,8 +259,7 @@ def _fact_draft(
         source=source,
         target=target,
         relation=ctx.ontology.relation(relation),
-        fact=display_name(found.fact)[: prompt.MAX_FACT_CHARS]
-        or f"{source.name} {relation} {target.name}",
+        fact=_fact_text(found) or f"{source.name} {relation} {target.name}",
         edge_type=found.edge_type,
         confidence=round(min(max(confidence, 0.0), 1.0), 4),
         valid_at=valid_at,
@@ -277,3 +304,7 @@ def note_left_out(ctx: IngestContext, work: EpisodeWork, left_out: LeftOut) -> N
             f"{prompt.MAX_FACTS} facts; left out {left_out.entities_over_cap} entities and "
             f"{left_out.facts_over_cap} facts past those caps"
         )
+
+
+def _fact_text(found: ExtractedFact) -> str:
+    return display_name(found.fact)[: prompt.MAX_FACT_CHARS]

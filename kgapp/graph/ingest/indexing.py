@@ -31,7 +31,11 @@ async def embed_episode(ctx: IngestContext, work: EpisodeWork, names: Sequence[s
     """Embed `names` (into ctx.name_vectors), the episode's facts and its passage units
     in one model call (one call an episode costs far less than three), so that
     persist writes the vectors with the episode and the indexing phase has nothing
-    left of it. Facts whose text a retry extracted again are embedded then."""
+    left of it. Facts the offline extraction embedded ahead (`work.fact_vectors`) and
+    units it embedded are not embedded again."""
+    for draft in work.facts:
+        if draft.embedding is None:
+            draft.embedding = work.fact_vectors.get(draft.fact)
     facts = [draft for draft in work.facts if draft.embedding is None]
     units = episode_units(work.input.source, work.input.content)
     if work.unit_vectors is not None:

@@ -176,5 +176,7 @@ class EpisodeWork:
     entities: list[EntityDraft] = field(default_factory=list)
     facts: list[FactDraft] = field(default_factory=list)
     # Its passage units' vectors (indexing.embed_episode), written with it; kept so
-    # that a retry does not embed them again.
+    # that a retry does not embed them again. Its facts' vectors by text, where the
+    # offline extraction embedded them ahead (extract.extract_ahead).
     unit_vectors: list[list[float]] | None = None
+    fact_vectors: dict[str, list[float]] = field(default_factory=dict)

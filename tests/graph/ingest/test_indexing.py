@@ -9,9 +9,11 @@ from datetime import UTC, datetime
 import numpy as np
 import pytest
 
+from kgapp.graph import jobs
 from kgapp.graph.chunking import passage_units
 from kgapp.graph.embeddings import local_embedder, unpack_vectors
 from kgapp.graph.ingest.model import EpisodeInput
+from kgapp.graph.ingest.pipeline import ingest_job
 from kgapp.graph.ingest.service import stragglers_index
 from tests.graph.ingest.test_pipeline_offline import run
 
@@ -73,6 +75,30 @@ async def test_an_episode_is_written_with_its_vectors_and_leaves_the_phase_nothi
     assert "index" not in report.timings
     assert await unembedded(graph) == {"facts": [], "episodes": []}
     assert report.counts["facts_indexed"] > 0 and report.counts["passages_indexed"] >= 3
+
+
+class Counting:
+    """The local model, counting its calls."""
+
+    def __init__(self) -> None:
+        self.model, self.calls = local_embedder(), 0
+        self.dimension = self.model.dimension
+
+    def embed(self, texts):
+        self.calls += 1
+        return self.model.embed(texts)
+
+
+async def test_offline_extraction_embeds_an_episode_once_ahead_of_it(graph) -> None:
+    """Names, facts and units go in the one call of the thread that parses the episode
+    (overlapping the episodes before it): resolution and persist embed nothing more."""
+    embedder = Counting()
+    job = await jobs.job_create(graph, kind="ingest_episode")
+    report = await ingest_job(graph, job["id"], [CHAT, TEXT], embedder=embedder, llm=None)
+    assert report.counts["episodes"] == 2 and report.counts["facts_indexed"] > 0
+    assert embedder.calls == 2
+    assert "embed" not in report.timings and "index" not in report.timings
+    assert await unembedded(graph) == {"facts": [], "episodes": []}
 
 
 async def test_a_job_run_again_embeds_what_its_first_run_left(graph) -> None:
