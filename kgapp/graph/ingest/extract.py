@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
 from dataclasses import dataclass, field, replace
 from typing import cast
@@ -44,25 +45,39 @@ async def extract(ctx: IngestContext, work: EpisodeWork) -> None:
             return
         extraction = offline
     else:
-        with ctx.timings.measure("extract"):
-            extraction = await ctx.llm.structured(
-                task=prompt.TASK,
-                schema=Extraction,
-                system=prompt.system_prompt(
-                    [t.name for t in ctx.ontology.entity_types],
-                    [r.name for r in ctx.ontology.relation_types],
-                ),
-                user=prompt.user_prompt(
-                    content=episode.content,
-                    reference_time=episode.reference_time,
-                    source_description=episode.source_description,
-                    context=work.context,
-                ),
-            )
+        # The passage units are known before the model answers: they are embedded
+        # while it thinks (a failure leaves them to indexing.embed_episode).
+        units = asyncio.ensure_future(_units_embedded(ctx, work))
+        try:
+            with ctx.timings.measure("extract"):
+                extraction = await ctx.llm.structured(
+                    task=prompt.TASK,
+                    schema=Extraction,
+                    system=prompt.system_prompt(
+                        [t.name for t in ctx.ontology.entity_types],
+                        [r.name for r in ctx.ontology.relation_types],
+                    ),
+                    user=prompt.user_prompt(
+                        content=episode.content,
+                        reference_time=episode.reference_time,
+                        source_description=episode.source_description,
+                        context=work.context,
+                    ),
+                )
+        finally:
+            await units
     work.extraction = extraction
     note_left_out(ctx, work, drafts_from(ctx, work, extraction))
     ctx.counts["entities_extracted"] += len(work.entities)
     ctx.counts["facts_extracted"] += len(work.facts)
+
+
+async def _units_embedded(ctx: IngestContext, work: EpisodeWork) -> None:
+    if work.unit_vectors is not None:
+        return
+    units = episode_units(work.input.source, work.input.content)
+    with contextlib.suppress(EmbeddingError):
+        work.unit_vectors = await asyncio.to_thread(ctx.embedder.embed, list(units))
 
 
 def _screened_text(episode: EpisodeInput) -> str:

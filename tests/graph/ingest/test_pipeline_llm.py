@@ -4,11 +4,13 @@ OpenAI-compatible server, with recorded answers; real SurrealDB, real local embe
 from __future__ import annotations
 
 import asyncio
+import time
 from datetime import UTC, datetime
 
 import pytest
 
 from kgapp.graph import jobs
+from kgapp.graph.chunking import passage_units
 from kgapp.graph.embeddings import local_embedder
 from kgapp.graph.ingest.model import EpisodeInput
 from kgapp.graph.ingest.pipeline import ingest_job
@@ -283,3 +285,38 @@ async def test_the_same_answer_cached_by_two_requests_at_once_is_no_error(graph)
         assert await cache.get(key) == "the answer"
     rows = await graph.query_one("SELECT VALUE key FROM llm_cache")
     assert sorted(rows) == [f"k{i}" for i in range(5)]
+
+
+async def test_passage_units_are_embedded_while_the_model_extracts(graph, scripted_llm) -> None:
+    """The units are known before the model answers: they are embedded during its
+    call, and only names and facts are left for resolution."""
+    model_asked: list[float] = []
+
+    def slow(body):
+        model_asked.append(time.monotonic())
+        answer = answer_from_recordings(body)
+        return Reply(content=answer, delay=0.5) if answer is not None else None
+
+    scripted_llm.on_chat(slow)
+    embedder = Recording()
+    job = await jobs.job_create(graph, kind="ingest_episode")
+    report = await ingest_job(graph, job["id"], [ACME], embedder=embedder, llm=client(scripted_llm))
+    assert report.counts["episodes"] == 1 and report.counts["facts_indexed"] == 1
+    units = [started for started, texts in embedder.calls if texts == list(passage_units(
+        ACME.source, ACME.content))]
+    assert len(units) == 1 and units[0] < model_asked[0] + 0.5  # before the model answered
+    assert len(embedder.calls) == 2  # then the new names and the fact, in one call
+    assert await graph.query_one(
+        "SELECT VALUE units FROM episode_units") == [len(passage_units(ACME.source, ACME.content))]
+
+
+class Recording:
+    """The local model, recording when each call started and what it embedded."""
+
+    def __init__(self) -> None:
+        self.model, self.calls = local_embedder(), []
+        self.dimension = self.model.dimension
+
+    def embed(self, texts):
+        self.calls.append((time.monotonic(), list(texts)))
+        return self.model.embed(texts)
