@@ -11,7 +11,7 @@ import pytest
 
 from kgapp.graph import jobs
 from kgapp.graph.chunking import passage_units
-from kgapp.graph.embeddings import local_embedder
+from kgapp.graph.embeddings import EmbeddingError, local_embedder
 from kgapp.graph.ingest.model import EpisodeInput
 from kgapp.graph.ingest.pipeline import ingest_job
 from kgapp.graph.ingest.service import fact_add
@@ -320,3 +320,23 @@ class Recording:
     def embed(self, texts):
         self.calls.append((time.monotonic(), list(texts)))
         return self.model.embed(texts)
+
+
+async def test_units_the_model_call_failed_to_embed_are_embedded_at_resolution(
+    graph, llm
+) -> None:
+    class FailingOnce(Recording):
+        def embed(self, texts):
+            if not self.calls:
+                self.calls.append((time.monotonic(), list(texts)))
+                raise EmbeddingError("the embedding service went away")
+            return super().embed(texts)
+
+    embedder = FailingOnce()
+    job = await jobs.job_create(graph, kind="ingest_episode")
+    report = await ingest_job(graph, job["id"], [ACME], embedder=embedder, llm=client(llm))
+    assert report.status != "failed" and report.counts["episodes"] == 1
+    units = passage_units(ACME.source, ACME.content)
+    assert embedder.calls[0][1] == list(units)  # the call that failed
+    assert embedder.calls[1][1][-len(units):] == list(units)  # again, with the names and fact
+    assert await graph.query_one("SELECT VALUE units FROM episode_units") == [len(units)]
