@@ -29,6 +29,9 @@ from kgapp.graph.records import record_key
 from kgapp.graph.text import canonical_name, clean_text, display_name, visible_text
 from kgapp.graph.time import parse_when
 
+# Seconds a model may take before the episode's passage units are embedded beside it.
+UNITS_AFTER = 0.05
+
 
 async def extract(ctx: IngestContext, work: EpisodeWork) -> None:
     episode = work.input
@@ -45,31 +48,47 @@ async def extract(ctx: IngestContext, work: EpisodeWork) -> None:
             return
         extraction = offline
     else:
-        # The passage units are known before the model answers: they are embedded
-        # while it thinks (a failure leaves them to indexing.embed_episode).
-        units = asyncio.ensure_future(_units_embedded(ctx, work))
-        try:
-            with ctx.timings.measure("extract"):
-                extraction = await ctx.llm.structured(
-                    task=prompt.TASK,
-                    schema=Extraction,
-                    system=prompt.system_prompt(
-                        [t.name for t in ctx.ontology.entity_types],
-                        [r.name for r in ctx.ontology.relation_types],
-                    ),
-                    user=prompt.user_prompt(
-                        content=episode.content,
-                        reference_time=episode.reference_time,
-                        source_description=episode.source_description,
-                        context=work.context,
-                    ),
-                )
-        finally:
-            await units
+        extraction = await _extracted_by_model(ctx, work)
     work.extraction = extraction
     note_left_out(ctx, work, drafts_from(ctx, work, extraction))
     ctx.counts["entities_extracted"] += len(work.entities)
     ctx.counts["facts_extracted"] += len(work.facts)
+
+
+async def _extracted_by_model(ctx: IngestContext, work: EpisodeWork) -> Extraction:
+    """The model's extraction. The passage units are known before it answers: when it
+    takes longer than UNITS_AFTER (any model that thinks), they are embedded while it
+    does; an answer at once (a cached one) leaves them to resolution's one call
+    (indexing.embed_episode), as does a failure."""
+    assert ctx.llm is not None
+    episode = work.input
+    call = asyncio.ensure_future(
+        ctx.llm.structured(
+            task=prompt.TASK,
+            schema=Extraction,
+            system=prompt.system_prompt(
+                [t.name for t in ctx.ontology.entity_types],
+                [r.name for r in ctx.ontology.relation_types],
+            ),
+            user=prompt.user_prompt(
+                content=episode.content,
+                reference_time=episode.reference_time,
+                source_description=episode.source_description,
+                context=work.context,
+            ),
+        )
+    )
+    units: asyncio.Future[None] | None = None
+    try:
+        with ctx.timings.measure("extract"):
+            done, _ = await asyncio.wait({call}, timeout=UNITS_AFTER)
+            if not done:
+                units = asyncio.ensure_future(_units_embedded(ctx, work))
+            return await call
+    finally:
+        call.cancel()  # nothing once it answered
+        if units is not None:
+            await units
 
 
 async def _units_embedded(ctx: IngestContext, work: EpisodeWork) -> None:

@@ -12,6 +12,7 @@ import pytest
 from kgapp.graph import jobs
 from kgapp.graph.chunking import passage_units
 from kgapp.graph.embeddings import EmbeddingError, local_embedder
+from kgapp.graph.ingest import extract
 from kgapp.graph.ingest.model import EpisodeInput
 from kgapp.graph.ingest.pipeline import ingest_job
 from kgapp.graph.ingest.service import fact_add
@@ -287,24 +288,30 @@ async def test_the_same_answer_cached_by_two_requests_at_once_is_no_error(graph)
     assert sorted(rows) == [f"k{i}" for i in range(5)]
 
 
+def slow_model(scripted_llm, delay: float = 0.5) -> list[float]:
+    """The recorded answers, each after `delay` seconds; returns when each was asked."""
+    asked: list[float] = []
+
+    def slow(body):
+        asked.append(time.monotonic())
+        answer = answer_from_recordings(body)
+        return Reply(content=answer, delay=delay) if answer is not None else None
+
+    scripted_llm.on_chat(slow)
+    return asked
+
+
 async def test_passage_units_are_embedded_while_the_model_extracts(graph, scripted_llm) -> None:
     """The units are known before the model answers: they are embedded during its
     call, and only names and facts are left for resolution."""
-    model_asked: list[float] = []
-
-    def slow(body):
-        model_asked.append(time.monotonic())
-        answer = answer_from_recordings(body)
-        return Reply(content=answer, delay=0.5) if answer is not None else None
-
-    scripted_llm.on_chat(slow)
+    model_asked = slow_model(scripted_llm, delay=1.0)
     embedder = Recording()
     job = await jobs.job_create(graph, kind="ingest_episode")
     report = await ingest_job(graph, job["id"], [ACME], embedder=embedder, llm=client(scripted_llm))
     assert report.counts["episodes"] == 1 and report.counts["facts_indexed"] == 1
     units = [started for started, texts in embedder.calls if texts == list(passage_units(
         ACME.source, ACME.content))]
-    assert len(units) == 1 and units[0] < model_asked[0] + 0.5  # before the model answered
+    assert len(units) == 1 and units[0] < model_asked[0] + 1.0  # before the model answered
     assert len(embedder.calls) == 2  # then the new names and the fact, in one call
     assert await graph.query_one(
         "SELECT VALUE units FROM episode_units") == [len(passage_units(ACME.source, ACME.content))]
@@ -322,9 +329,22 @@ class Recording:
         return self.model.embed(texts)
 
 
-async def test_units_the_model_call_failed_to_embed_are_embedded_at_resolution(
-    graph, llm
+async def test_a_model_answering_at_once_leaves_one_embedding_call(
+    graph, llm, monkeypatch
 ) -> None:
+    """A cached answer, say: nothing to overlap, so names, fact and units go in one call."""
+    monkeypatch.setattr(extract, "UNITS_AFTER", 10.0)  # sure to answer before, however loaded
+    embedder = Recording()
+    job = await jobs.job_create(graph, kind="ingest_episode")
+    await ingest_job(graph, job["id"], [ACME], embedder=embedder, llm=client(llm))
+    units = passage_units(ACME.source, ACME.content)
+    assert len(embedder.calls) == 1 and embedder.calls[0][1][-len(units):] == list(units)
+
+
+async def test_units_the_model_call_failed_to_embed_are_embedded_at_resolution(
+    graph, scripted_llm
+) -> None:
+    slow_model(scripted_llm, delay=0.3)
     class FailingOnce(Recording):
         def embed(self, texts):
             if not self.calls:
@@ -334,7 +354,8 @@ async def test_units_the_model_call_failed_to_embed_are_embedded_at_resolution(
 
     embedder = FailingOnce()
     job = await jobs.job_create(graph, kind="ingest_episode")
-    report = await ingest_job(graph, job["id"], [ACME], embedder=embedder, llm=client(llm))
+    report = await ingest_job(graph, job["id"], [ACME], embedder=embedder,
+                              llm=client(scripted_llm))
     assert report.status != "failed" and report.counts["episodes"] == 1
     units = passage_units(ACME.source, ACME.content)
     assert embedder.calls[0][1] == list(units)  # the call that failed
