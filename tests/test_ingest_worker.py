@@ -25,7 +25,7 @@ from kgapp.graph.records import parse_record_id, to_json
 from kgapp.settings.base import celery_broker
 from kgapp.tasks import ingest
 from tenants.graph import tenant_graph
-from tests.graph.recorded import episode_of
+from tests.graph.recorded import extraction
 from tests.test_celery_worker import REDIS_TEST_URL, start_worker
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
@@ -49,20 +49,6 @@ def slow_extraction(body):
         return {"entities": [], "facts": []}
     time.sleep(0.6)  # slow enough to kill the worker between episodes
     return extraction(body)
-
-
-def extraction(body):
-    if body["response_format"]["json_schema"]["name"] == "resolve_graph":
-        return {"entities": [], "facts": []}
-    speaker, _, text = episode_of(body).partition(": ")
-    company = text.removeprefix("I work at ").removesuffix(".")
-    return {
-        "entities": [{"name": speaker, "entity_type": "Person", "summary": ""},
-                     {"name": company, "entity_type": "Organization", "summary": ""}],
-        "facts": [{"source": speaker, "relation": "WORKS_AT", "target": company,
-                   "fact": f"{speaker} works at {company}.", "edge_type": "semantic",
-                   "confidence": 1.0, "valid_at": None, "invalid_at": None}],
-    }
 
 
 def test_a_killed_worker_loses_and_duplicates_nothing(make_tenant, scripted_llm, tmp_path: Path) -> None:

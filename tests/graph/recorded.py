@@ -43,11 +43,15 @@ def extraction(body: dict[str, Any], pause: float = 0.0) -> dict[str, Any]:
         return {"entities": [], "facts": []}
     time.sleep(pause)
     speaker, _, text = episode_of(body).partition(": ")
-    place = text.removeprefix("I work at ").removesuffix(".")
+    return works_at(speaker, text.removeprefix("I work at ").removesuffix("."))
+
+
+def works_at(person: str, place: str) -> dict[str, Any]:
+    """An extraction answer: the person, the organisation, and one WORKS_AT fact."""
     return {
-        "entities": [{"name": speaker, "entity_type": "Person", "summary": ""},
+        "entities": [{"name": person, "entity_type": "Person", "summary": ""},
                      {"name": place, "entity_type": "Organization", "summary": ""}],
-        "facts": [{"source": speaker, "relation": "WORKS_AT", "target": place,
-                   "fact": f"{speaker} works at {place}.", "edge_type": "semantic",
+        "facts": [{"source": person, "relation": "WORKS_AT", "target": place,
+                   "fact": f"{person} works at {place}.", "edge_type": "semantic",
                    "confidence": 1.0, "valid_at": None, "invalid_at": None}],
     }

@@ -26,7 +26,7 @@ from kgapp.graph.ingest.service import document_submit, episode_submit
 from kgapp.graph.records import to_json
 from kgapp.tasks import ingest
 from tenants.graph import tenant_graph
-from tests.graph.recorded import episode_of
+from tests.graph.recorded import episode_of, works_at
 from tests.test_ingest_worker import default_broker_workers
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
@@ -45,13 +45,7 @@ def answer(body: dict[str, Any]) -> dict[str, Any]:
     if task != "extract_graph":
         return {"entities": [], "facts": []}
     person, _, company = episode_of(body).strip().removesuffix(".").partition(" works at ")
-    return {
-        "entities": [{"name": person, "entity_type": "Person", "summary": ""},
-                     {"name": company, "entity_type": "Organization", "summary": ""}],
-        "facts": [{"source": person, "relation": "WORKS_AT", "target": company,
-                   "fact": f"{person} works at {company}.", "edge_type": "semantic",
-                   "confidence": 1.0, "valid_at": None, "invalid_at": None}],
-    }
+    return works_at(person, company)
 
 
 def start_worker(env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:

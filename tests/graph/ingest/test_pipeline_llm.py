@@ -20,6 +20,7 @@ from kgapp.graph.llm.cache import SurrealCache
 from kgapp.graph.llm.client import LLMClient
 from kgapp.graph.llm.transport import LLMConfig
 from kgapp.graph.records import parse_record_id, to_json
+from tests.graph import recorded
 from tests.graph.recorded import answer_from_recordings, episode_of
 from tests.llm_server import Reply
 
@@ -223,13 +224,7 @@ async def test_concurrent_writers_make_one_entity_per_name(graph, scripted_llm) 
         if body["response_format"]["json_schema"]["name"] == "resolve_graph":
             return {"entities": [], "facts": []}
         worker, _, company = episode_of(body).removesuffix(".").partition(" works at ")
-        return {
-            "entities": [{"name": worker, "entity_type": "Person", "summary": ""},
-                         {"name": company, "entity_type": "Organization", "summary": ""}],
-            "facts": [{"source": worker, "relation": "WORKS_AT", "target": company,
-                       "fact": f"{worker} works at {company}.", "edge_type": "semantic",
-                       "confidence": 1.0, "valid_at": None, "invalid_at": None}],
-        }
+        return recorded.works_at(worker, company)
 
     scripted_llm.on_chat(extraction)
     people = ["Alice Wong", "Bilal Haddad", "Chen Jing", "Dmitri Petrov", "Esther Okafor",
