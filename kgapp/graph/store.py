@@ -26,14 +26,13 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any, ParamSpec, TypeVar, cast
 
-import cbor2
 from surrealdb.connections import async_ws
 from surrealdb.connections.async_ws import AsyncWsSurrealConnection
-from surrealdb.data import cbor as sdk_cbor
 from surrealdb.errors import SurrealError
+from surrealdb.request_message.descriptors import cbor_ws
 from websockets.exceptions import WebSocketException
 
-from kgapp.graph import queries
+from kgapp.graph import queries, wire
 from kgapp.graph.errors import (
     GraphError,
     GraphTimeout,
@@ -50,19 +49,9 @@ P = ParamSpec("P")
 _CONNECTION_ERRORS = (OSError, WebSocketException, EOFError, asyncio.IncompleteReadError)
 
 
-def decode(data: bytes) -> Any:
-    """A response, decoded by cbor2's C decoder with the SDK's own tag decoder: the same
-    values as the SDK's pure-Python decoder gives (tests/graph/test_store.py), about 7
-    times faster; a vector of 384 floats is most of a fact's bytes."""
-    return cbor2.loads(data, tag_hook=_tag)
-
-
-def _tag(tag: cbor2.CBORTag, immutable: bool = False) -> Any:
-    # The SDK's tag decoder reads the tag's number and value only, never the decoder.
-    return sdk_cbor.tag_decoder(None, tag)  # type: ignore[arg-type]
-
-
-async_ws.decode = decode  # what AsyncWsSurrealConnection decodes each message with
+# What the SDK's connection encodes each request and decodes each response with.
+async_ws.decode = wire.decode
+cbor_ws.encode = wire.encode
 
 
 @dataclass(frozen=True)

@@ -226,16 +226,16 @@ async def test_namespace_removal_survives_writers_in_flight(store_config: StoreC
 
 
 async def test_responses_decode_as_the_sdk_decodes_them(raw_namespace) -> None:
-    """store.decode (cbor2's C decoder) gives what the SDK's own decoder gives, for every
+    """wire.decode (cbor2's C decoder) gives what the SDK's own decoder gives, for every
     kind of value the graph stores, read back from the real server."""
     from decimal import Decimal
 
     from surrealdb.connections import async_ws
     from surrealdb.data import cbor as sdk_cbor
 
-    from kgapp.graph import store as store_module
+    from kgapp.graph import wire
 
-    assert async_ws.decode is store_module.decode
+    assert async_ws.decode is wire.decode
     store = await raw_namespace()
     await store.query("DEFINE TABLE IF NOT EXISTS thing SCHEMALESS")
     await store.query(
@@ -257,4 +257,4 @@ async def test_responses_decode_as_the_sdk_decodes_them(raw_namespace) -> None:
     finally:
         async_ws.decode = original
     assert row["d"] == Decimal("1.25") and row["link"].table_name == "thing"
-    assert seen and all(store_module.decode(d) == sdk_cbor.decode(d) for d in seen)
+    assert seen and all(wire.decode(d) == sdk_cbor.decode(d) for d in seen)
