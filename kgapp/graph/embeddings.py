@@ -16,6 +16,7 @@ import math
 import os
 import threading
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
@@ -84,9 +85,12 @@ class LocalMiniLM:
     batch's activations would make a text's vector depend on its neighbours, and alone
     no text is padded to a longer one (bench/embeddings_speed.py).
 
-    The model loads on the first `embed` call, once, even when several threads call at
-    the same time (local_model.py builds its file if missing). Encoding is serialized by
-    a lock: the runtime already spreads one text over `threads` cores.
+    Texts run side by side on `threads` threads, each run on one core, longest first: on
+    a text of a few words the runtime's own thread pool spends more time waking its
+    threads between operators than computing. The model loads on the first `embed`
+    call, once, even when several threads call at the same time (local_model.py builds
+    its file if missing). Calls are serialized by a lock, so they never ask for more
+    than `threads` cores between them.
     """
 
     dimension = 384
@@ -106,12 +110,20 @@ class LocalMiniLM:
             return []
         model = self.model()
         vectors = np.empty((len(prepared), self.dimension), dtype=np.float32)
+
+        def run(i: int) -> None:
+            ids = np.asarray([pieces[i]], dtype=np.int64)
+            feed = {"input_ids": ids, "attention_mask": np.ones_like(ids)}
+            (states,) = model.session.run(None, feed)
+            vectors[i] = states[0].mean(axis=0)
+
         with self._encode_lock:
-            for i, encoding in enumerate(model.tokenizer.encode_batch(prepared)):
-                ids = np.asarray([encoding.ids], dtype=np.int64)
-                feed = {"input_ids": ids, "attention_mask": np.ones_like(ids)}
-                (states,) = model.session.run(None, feed)
-                vectors[i] = states[0].mean(axis=0)
+            pieces = [encoding.ids for encoding in model.tokenizer.encode_batch(prepared)]
+            longest_first = sorted(range(len(pieces)), key=lambda i: -len(pieces[i]))
+            if len(pieces) == 1:
+                run(0)
+            else:
+                list(model.runners.map(run, longest_first))
         vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
         return vectors.astype(np.float64).tolist()
 
@@ -135,11 +147,8 @@ class LocalMiniLM:
         tokenizer.no_padding()
         tokenizer.enable_truncation(local_model.max_tokens(weights))
         options = onnxruntime.SessionOptions()
-        options.intra_op_num_threads = self.threads
+        options.intra_op_num_threads = 1  # each run on its caller's thread
         options.inter_op_num_threads = 1
-        # Spinning worker threads would take a core from the event loop and the database
-        # between texts.
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         session = onnxruntime.InferenceSession(
             str(local_model.model_file(self.precision)),
             options,
@@ -148,13 +157,14 @@ class LocalMiniLM:
         width = session.get_outputs()[0].shape[-1]
         if width != self.dimension:
             raise EmbeddingError(f"the local model gives {width} dimensions, not {self.dimension}")
-        return _Loaded(tokenizer, session)
+        return _Loaded(tokenizer, session, ThreadPoolExecutor(self.threads))
 
 
 @dataclass(frozen=True)
 class _Loaded:
     tokenizer: Tokenizer
-    session: InferenceSession
+    session: InferenceSession  # safe to run from several threads at once
+    runners: ThreadPoolExecutor
 
 
 EmbedBatch = Callable[[list[str]], list[list[float]]]
