@@ -37,13 +37,13 @@ def _tag(tag: cbor2.CBORTag, immutable: bool = False) -> Any:
     return sdk_cbor.tag_decoder(None, tag)  # type: ignore[arg-type]
 
 
-def encode(value: Any) -> bytes:
+def encode(obj: Any) -> bytes:
     """A request, encoded by cbor2's C encoder; a value of a type this does not know
     (a geometry) goes to the SDK's own encoder, whole."""
     try:
-        return cbor2.dumps(_surreal(value), default=_default, timezone=UTC)
+        return cbor2.dumps(_surreal(obj), default=_default, timezone=UTC)
     except _Unknown:
-        return sdk_cbor.encode(value)
+        return sdk_cbor.encode(obj)
 
 
 class _Unknown(Exception):
