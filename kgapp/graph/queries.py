@@ -182,6 +182,14 @@ def live_select(table: str) -> str:
 KILL_LIVE = "KILL $id;"
 
 
+_MISSING_RECORD = re.compile(r"The record '[^']+' does not exist")
+
+
+def is_missing_record(message: str) -> bool:
+    """A statement named a record that is not there (RELATE into an ENFORCED relation)."""
+    return _MISSING_RECORD.search(message) is not None
+
+
 def is_conflict(message: str) -> bool:
     """A concurrent writer touched the same records: retrying the transaction is right."""
     lowered = message.lower()

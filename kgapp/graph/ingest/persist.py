@@ -12,6 +12,7 @@ from surrealdb.data.types.record_id import RecordID
 
 from kgapp.graph import queries
 from kgapp.graph.chunking import split_sentences
+from kgapp.graph.errors import QueryFailed, UniqueViolation
 from kgapp.graph.ingest.indexing import add_units
 from kgapp.graph.ingest.model import EntityDraft, EpisodeWork, FactDraft, IngestContext
 from kgapp.graph.ingest.prepare import saga_record
@@ -82,7 +83,7 @@ async def persist(ctx: IngestContext, work: EpisodeWork, summaries: dict[str, st
         batch.add(queries.ENTITY_DEGREE, id=touched[key], delta=delta)
     _auto_merges(batch, work)
     with ctx.timings.measure("persist"):
-        await ctx.store.transaction(batch.sql, batch.params)
+        await _commit(ctx, batch)
     ctx.counts["episodes"] += 1
     if work.unit_vectors is None:
         ctx.episodes.append(work.record)  # for the job's indexing phase
@@ -91,6 +92,17 @@ async def persist(ctx: IngestContext, work: EpisodeWork, summaries: dict[str, st
     ctx.counts["facts_indexed"] += sum(
         1 for d in work.facts if d.duplicate_of is None and d.embedding is not None
     )
+
+
+async def _commit(ctx: IngestContext, batch: queries.Batch) -> None:
+    try:
+        await ctx.store.transaction(batch.sql, batch.params)
+    except QueryFailed as error:
+        if isinstance(error, UniqueViolation) or not queries.is_missing_record(str(error)):
+            raise
+        # An entity this episode resolved to was merged away or deleted by another writer
+        # since it was read: the caller re-reads and resolves again, as after a conflict.
+        raise UniqueViolation(str(error), kind=error.kind, statement=error.statement) from error
 
 
 def _episode_row(work: EpisodeWork) -> dict[str, Any]:

@@ -4,8 +4,10 @@ over its episodes with progress, per-episode failures and pausing on exhausted q
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import math
+import random
 import statistics
 import time
 from collections import Counter
@@ -39,7 +41,10 @@ from kgapp.graph.store import TenantStore
 
 logger = logging.getLogger(__name__)
 
-PERSIST_ATTEMPTS = 4
+PERSIST_ATTEMPTS = 6
+# Writers that conflicted on one record would collide again if they all retried at once:
+# each waits a random while, up to this times 2 to the attempt's number, first.
+PERSIST_BACKOFF = 0.01  # seconds
 # Episodes whose offline extraction runs ahead of the one being written.
 EXTRACT_AHEAD = 1
 
@@ -78,6 +83,7 @@ async def ingest_episode(ctx: IngestContext, episode: EpisodeInput) -> RecordID 
             # resolution from the same extraction (no second LLM call for it).
             if attempt == PERSIST_ATTEMPTS - 1:
                 raise
+            await asyncio.sleep(random.uniform(0, PERSIST_BACKOFF * 2**attempt))
             ctx.counts = baseline + Counter(persist_retries=attempt + 1)
             if await ctx.store.query_one(queries.RECORD_EXISTS, {"id": work.record}):
                 ctx.counts["episodes_skipped"] += 1

@@ -244,6 +244,47 @@ async def test_concurrent_writers_make_one_entity_per_name(graph, scripted_llm) 
     assert len(targets) == 8 and len({str(t) for t in targets}) == 1
 
 
+async def test_an_entity_removed_between_resolution_and_write_is_resolved_again(
+    graph, scripted_llm, monkeypatch
+) -> None:
+    # Another writer removes the entity this episode resolved to (a withdrawn document,
+    # say) after resolution read it: the write names a record that is gone, and the
+    # episode resolves again instead of failing.
+    from kgapp.graph.ingest import pipeline
+
+    def extraction(body):
+        if body["response_format"]["json_schema"]["name"] == "resolve_graph":
+            return {"entities": [], "facts": []}
+        worker, _, company = episode_of(body).removesuffix(".").partition(" works at ")
+        return recorded.works_at(worker, company)
+
+    scripted_llm.on_chat(extraction)
+    first = [EpisodeInput(content="Alice Wong works at Acme Corp.", source="text",
+                          reference_time=ACME.reference_time)]
+    assert (await run(graph, first, client(scripted_llm))).status == "completed"
+    (acme,) = await graph.query_one("SELECT VALUE id FROM entity WHERE name = 'Acme Corp'")
+    real_persist, writes = pipeline.persist, []
+
+    async def persist_after_a_removal(ctx, work, summaries):
+        if not writes:
+            assert any(d.record == acme for d in work.entities)  # resolved to the old one
+            await graph.query("DELETE $id", {"id": acme})
+        writes.append(work.record)
+        await real_persist(ctx, work, summaries)
+
+    monkeypatch.setattr(pipeline, "persist", persist_after_a_removal)
+    second = [EpisodeInput(content="Bilal Haddad works at Acme Corp.", source="text",
+                           reference_time=ACME.reference_time)]
+    report = await run(graph, second, client(scripted_llm))
+    assert report.status == "completed", report.failures
+    assert len(writes) == 2
+    targets = await graph.query_one(
+        "SELECT VALUE out.name FROM relates_to WHERE in.name = 'Bilal Haddad'")
+    assert targets == ["Acme Corp"]
+    # Made anew (its id comes from its name), with the new fact's edge.
+    assert await graph.query_one("SELECT VALUE id FROM entity WHERE name = 'Acme Corp'") == [acme]
+
+
 async def test_failures_are_recorded_on_the_job(graph, llm) -> None:
     from kgapp.graph.ingest.service import episode_submit, ingest_run
 
