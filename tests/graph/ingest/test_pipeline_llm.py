@@ -216,17 +216,19 @@ async def test_injection_is_stored_but_not_extracted(graph, llm) -> None:
     assert await graph.query_one("SELECT VALUE id FROM entity") == []
 
 
+def works_at_answers(body):
+    """A model that reads "<person> works at <company>." and says nothing to resolution."""
+    if body["response_format"]["json_schema"]["name"] == "resolve_graph":
+        return {"entities": [], "facts": []}
+    worker, _, company = episode_of(body).removesuffix(".").partition(" works at ")
+    return recorded.works_at(worker, company)
+
+
 async def test_concurrent_writers_make_one_entity_per_name(graph, scripted_llm) -> None:
     variants = ["Acme Corp", "acme corp", "ACME  CORP", "Ａｃｍｅ Corp", "Acme\u200b Corp",
                 " acme corp ", "Acme\u2066 Corp", "acme CORP"]
 
-    def extraction(body):
-        if body["response_format"]["json_schema"]["name"] == "resolve_graph":
-            return {"entities": [], "facts": []}
-        worker, _, company = episode_of(body).removesuffix(".").partition(" works at ")
-        return recorded.works_at(worker, company)
-
-    scripted_llm.on_chat(extraction)
+    scripted_llm.on_chat(works_at_answers)
     people = ["Alice Wong", "Bilal Haddad", "Chen Jing", "Dmitri Petrov", "Esther Okafor",
               "Farouk Nasser", "Gwen Llewellyn", "Hiroshi Tanaka"]
     episodes = [
@@ -252,13 +254,7 @@ async def test_an_entity_removed_between_resolution_and_write_is_resolved_again(
     # episode resolves again instead of failing.
     from kgapp.graph.ingest import pipeline
 
-    def extraction(body):
-        if body["response_format"]["json_schema"]["name"] == "resolve_graph":
-            return {"entities": [], "facts": []}
-        worker, _, company = episode_of(body).removesuffix(".").partition(" works at ")
-        return recorded.works_at(worker, company)
-
-    scripted_llm.on_chat(extraction)
+    scripted_llm.on_chat(works_at_answers)
     first = [EpisodeInput(content="Alice Wong works at Acme Corp.", source="text",
                           reference_time=ACME.reference_time)]
     assert (await run(graph, first, client(scripted_llm))).status == "completed"
