@@ -136,3 +136,10 @@ class Embeddings:
         self.calls += 1
         self.texts += len(texts)
         return self._model.embed(list(texts))
+
+    def embed_aside(self, texts: Sequence[str]) -> list[list[float]]:
+        """The same vectors on the calling thread, beside `embed` calls (kgapp's
+        embeddings.embed_aside: what is needed later, while the rest goes on)."""
+        self.calls += 1
+        self.texts += len(texts)
+        return self._model.embed_aside(list(texts))

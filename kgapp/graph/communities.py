@@ -20,6 +20,7 @@ import asyncio
 import hashlib
 import time
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -316,16 +317,21 @@ async def _fact_texts(store: TenantStore, keys: list[str]) -> list[str]:
 # --- incremental assignment and reads --------------------------------------------------
 
 
-async def assign_new(store: TenantStore, entities: list[RecordID]) -> int:
-    """New entities join the current community most common among their neighbours
-    (no rebuild); returns how many joined one."""
-    batch = queries.Batch()
+def join_neighbours(batch: queries.Batch, entities: Sequence[RecordID]) -> int:
+    """Add to `batch` (the transaction that writes them) one statement for each of these
+    new entities: it joins the current community most common among its neighbours (no
+    rebuild), and answers True if it did. Returns how many statements it added, whose
+    answers are the batch's last (`joined`): add them last."""
     for entity in entities:
         batch.add(queries.COMMUNITY_ASSIGN, entity=entity)
-    if not len(batch):
-        return 0
-    results = await store.query(batch.sql, batch.params)
-    return sum(1 for r in results if r is True)
+    return len(entities)
+
+
+def joined(results: Sequence[object], statements: int) -> int:
+    """How many of the transaction's last `statements` answers (`join_neighbours`), those
+    before its COMMIT's, say joined."""
+    end = len(results) - 1
+    return sum(1 for answer in results[end - statements : end] if answer is True)
 
 
 async def communities_list(

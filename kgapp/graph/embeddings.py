@@ -89,8 +89,9 @@ class LocalMiniLM:
     a text of a few words the runtime's own thread pool spends more time waking its
     threads between operators than computing. The model loads on the first `embed`
     call, once, even when several threads call at the same time (local_model.py builds
-    its file if missing). Calls are serialized by a lock, so they never ask for more
-    than `threads` cores between them.
+    its file if missing). `embed` calls are serialized by a lock, so they never ask for
+    more than `threads` cores between them; `embed_aside` takes one more, for work that
+    can wait.
     """
 
     dimension = 384
@@ -110,22 +111,32 @@ class LocalMiniLM:
             return []
         model = self.model()
         vectors = np.empty((len(prepared), self.dimension), dtype=np.float32)
-
-        def run(i: int) -> None:
-            ids = np.asarray([pieces[i]], dtype=np.int64)
-            feed = {"input_ids": ids, "attention_mask": np.ones_like(ids)}
-            (states,) = model.session.run(None, feed)
-            vectors[i] = states[0].mean(axis=0)
-
         with self._encode_lock:
             pieces = [encoding.ids for encoding in model.tokenizer.encode_batch(prepared)]
             longest_first = sorted(range(len(pieces)), key=lambda i: -len(pieces[i]))
+
+            def run(i: int) -> None:
+                vectors[i] = model.pooled(pieces[i])
+
             if len(pieces) == 1:
                 run(0)
             else:
                 list(model.runners.map(run, longest_first))
-        vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-        return vectors.astype(np.float64).tolist()
+        return _normalised(vectors)
+
+    def embed_aside(self, texts: Sequence[str]) -> list[list[float]]:
+        """As `embed`, the same vectors, one text after another on the calling thread,
+        neither waiting for `embed` calls nor holding them up: for what is needed later
+        (an episode's passage units while its model answers and its names resolve), on
+        one core, leaving the others to what is needed now."""
+        prepared = _prepared(texts)
+        if not prepared:
+            return []
+        model = self.model()
+        vectors = np.empty((len(prepared), self.dimension), dtype=np.float32)
+        for i, encoding in enumerate(model.tokenizer.encode_batch(prepared)):
+            vectors[i] = model.pooled(encoding.ids)
+        return _normalised(vectors)
 
     def model(self) -> _Loaded:
         """The loaded model, loading it on first use."""
@@ -165,6 +176,28 @@ class _Loaded:
     tokenizer: Tokenizer
     session: InferenceSession  # safe to run from several threads at once
     runners: ThreadPoolExecutor
+
+    def pooled(self, ids: Sequence[int]) -> np.ndarray:
+        """One text's word pieces run alone; the mean of its token states."""
+        batch = np.asarray([ids], dtype=np.int64)
+        feed = {"input_ids": batch, "attention_mask": np.ones_like(batch)}
+        (states,) = self.session.run(None, feed)
+        mean: np.ndarray = states[0].mean(axis=0)
+        return mean
+
+
+def _normalised(vectors: np.ndarray) -> list[list[float]]:
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    result: list[list[float]] = vectors.astype(np.float64).tolist()
+    return result
+
+
+def embed_aside(embedder: Embedder, texts: Sequence[str]) -> list[list[float]]:
+    """`texts` embedded beside the calls that are needed now, where the embedder can
+    (LocalMiniLM.embed_aside); else by its `embed`."""
+    aside = getattr(embedder, "embed_aside", None)
+    result: list[list[float]] = aside(texts) if aside is not None else embedder.embed(texts)
+    return result
 
 
 EmbedBatch = Callable[[list[str]], list[list[float]]]

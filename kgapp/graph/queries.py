@@ -311,14 +311,22 @@ _MENTION_VOTES = """(SELECT VALUE {type: entity_type ?? $type_now, seen: seen_at
     WITH INDEX mentions_out WHERE out = $id)"""
 
 # An existing entity mentioned again, by an episode whose mention (written after this)
-# gives $vote: the type its mentions give now, and if $vote wins, $key, the match key of
-# its name as $vote (NONE: the episode did not say its name, the key stays until a
-# recount). A vote for the type it has, or for a broader one, cannot change it and
-# reads nothing. Inside the episode's transaction, so that two episodes deciding one
-# entity's type conflict.
+# gives $vote. Resolution may have matched an entity that a curator merged before this
+# transaction: that fails as a conflict, and the episode is resolved again (following
+# `merged_into`). Then the type its mentions give now, and if $vote wins, $key, the
+# match key of its name as $vote (NONE: the episode did not say its name, the key stays
+# until a recount); a vote for the type it has, or for a broader one, cannot change it
+# and reads nothing. Then one write for the rest: seen at $seen, its summary $summary
+# (NONE: unchanged), $delta more current facts. Inside the episode's transaction, so
+# that two episodes deciding one entity's type conflict.
+# (`$id.merged_into` inside IF fails on 3.0.2 with "Specify a database to use".)
 ENTITY_SEEN = (
     """
-LET $type_now = (SELECT VALUE entity_type FROM ONLY $id);
+LET $was = (SELECT merged_into, entity_type FROM ONLY $id);
+IF $was.merged_into != NONE {
+    THROW "conflict: an entity was merged meanwhile; resolve again";
+};
+LET $type_now = $was.entity_type;
 IF $vote != $type_now AND ($vote NOTINSIDE ['Concept', 'Entity'] OR $type_now = 'Entity') {
     LET $type_votes = array::append("""
     + _MENTION_VOTES
@@ -332,11 +340,10 @@ IF $vote != $type_now AND ($vote NOTINSIDE ['Concept', 'Entity'] OR $type_now = 
 };
 UPDATE $id SET last_seen_at = time::max([last_seen_at, $seen]),
     first_seen_at = time::min([first_seen_at, $seen]),
-    name_embedding = name_embedding ?? $embedding RETURN NONE;
+    name_embedding = name_embedding ?? $embedding, summary = $summary ?? summary,
+    degree += $delta RETURN NONE;
 """
 )
-
-ENTITY_SUMMARY_SET = "UPDATE $id SET summary = $summary RETURN NONE;"
 
 # The entities' types as their mentions give them now (ontology.entity_types_recount,
 # which sets the match keys that follow a change): their types before, their rows after.
@@ -361,15 +368,6 @@ SELECT id, name, entity_type FROM $ids WHERE id != NONE;
 """
 )
 ENTITY_MATCH_KEY_SET = "UPDATE $id SET match_key = $key RETURN NONE;"
-
-# Resolution may have matched an entity that a curator merged before this transaction:
-# fail as a conflict, and the episode is resolved again (following `merged_into`).
-# (`$id.merged_into` inside IF fails on 3.0.2 with "Specify a database to use".)
-ENTITY_NOT_MERGED = """
-IF (SELECT VALUE merged_into FROM ONLY $id) != NONE {
-    THROW "conflict: an entity was merged meanwhile; resolve again";
-};
-"""
 
 ALIAS_WRITE = """
 IF record::exists($id) {} ELSE { CREATE $id CONTENT {name: $name, entity_type: $type, entity: $entity} RETURN NONE };
@@ -400,10 +398,6 @@ UPDATE $id SET episodes = array::union(episodes, [$episode]),
 FACT_RETIRE = "UPDATE $id SET expired_at = $now, superseded_by = $by RETURN NONE;"
 
 FACT_RELINK = "UPDATE $id SET supersedes = $supersedes RETURN NONE;"
-
-# Degree counts current facts; it changes only when a fact is added (a superseded
-# fact's revision replaces it one for one), so it is kept incrementally.
-ENTITY_DEGREE = "UPDATE $id SET degree += $delta RETURN NONE;"
 
 JOB_PROGRESS = """
 UPDATE ONLY $job SET progress = $progress, total = $total, counts = $counts,
@@ -1100,25 +1094,28 @@ SELECT VALUE out.{id, name, entity_type, degree} FROM has_member WITH INDEX has_
     WHERE in = $id;
 """
 # A new entity joins the current community most common among its neighbours (ties:
-# the lowest id), unless it is in one already. Returns whether it joined.
+# the lowest id), unless it is in one already. Answers whether it joined. Written into
+# the episode's transaction, so the block ends on its value, never on RETURN: a RETURN
+# inside a transaction ends the whole transaction there (docs/surrealdb-notes.md).
 COMMUNITY_ASSIGN = """
-RETURN {
+{
     LET $near = array::distinct(array::concat(
         (SELECT VALUE out FROM relates_to WITH INDEX relates_to_in_relation
             WHERE in = $entity AND expired_at = NONE),
         (SELECT VALUE in FROM relates_to WITH INDEX relates_to_out_relation
             WHERE out = $entity AND expired_at = NONE)));
-    IF count(SELECT VALUE id FROM has_member WITH INDEX has_member_out
-            WHERE out = $entity AND in.as_of = NONE) > 0 {
-        RETURN false;
+    LET $member = count(SELECT VALUE id FROM has_member WITH INDEX has_member_out
+        WHERE out = $entity AND in.as_of = NONE) > 0;
+    LET $votes = IF $member { [] } ELSE {
+        (SELECT in AS community, count() AS n FROM has_member
+            WHERE out IN $near AND in.as_of = NONE GROUP BY community ORDER BY n DESC, community)
     };
-    LET $votes = (SELECT in AS community, count() AS n FROM has_member
-        WHERE out IN $near AND in.as_of = NONE GROUP BY community ORDER BY n DESC, community);
-    IF array::len($votes) = 0 { RETURN false; };
-    LET $chosen = $votes[0].community;
-    RELATE $chosen->has_member->$entity RETURN NONE;
-    UPDATE $chosen SET member_count += 1 RETURN NONE;
-    RETURN true;
+    IF array::len($votes) = 0 { false } ELSE {
+        LET $chosen = $votes[0].community;
+        RELATE $chosen->has_member->$entity RETURN NONE;
+        UPDATE $chosen SET member_count += 1 RETURN NONE;
+        true
+    }
 };
 """
 COMMUNITIES_BM25 = """

@@ -105,22 +105,35 @@ async def test_an_unchanged_graph_costs_no_model_call(migrated_store, scripted_l
     assert len(scripted_llm.chat_requests("summarize_community")) == calls + third.llm_calls
 
 
-async def test_a_new_entity_joins_its_neighbours_community(migrated_store) -> None:
+async def test_new_entities_join_their_neighbours_communities(migrated_store) -> None:
     store, _ = await planted(migrated_store)
     await communities.rebuild(store, None)
     found = await membership(store)
     await store.query(queries.ENTITIES_BULK_INSERT, {"rows": [
-        {"id": RecordID("entity", "new"), "name": "Newcomer", "canonical_name": "newcomer",
-         "entity_type": "Person"}]})
+        {"id": RecordID("entity", key), "name": key.title(), "canonical_name": key,
+         "entity_type": "Person"} for key in ("new", "other", "alone")]})
     await store.query(queries.FACTS_BULK_INSERT, {"rows": [
-        {"id": RecordID("relates_to", f"new{i}"), "in": RecordID("entity", "new"),
-         "out": RecordID("entity", target), "relation": "KNOWS", "fact": f"new knows {target}",
+        {"id": RecordID("relates_to", f"{source}{i}"), "in": RecordID("entity", source),
+         "out": RecordID("entity", target), "relation": "KNOWS", "fact": f"{source} knows {target}",
          "valid_at": datetime(2024, 1, 1, tzinfo=UTC)}
-        for i, target in enumerate(["g2n1", "g2n2", "g2n3", "g4n1"])]})
-    assert await communities.assign_new(store, [RecordID("entity", "new")]) == 1
+        for source, targets in (("new", ["g2n1", "g2n2", "g2n3", "g4n1"]), ("other", ["g4n2"]))
+        for i, target in enumerate(targets)]})
+    new = [RecordID("entity", key) for key in ("new", "alone", "other")]
+    assert await join(store, new) == 2  # each in the one transaction; "alone" has no neighbour
     after = await membership(store)
     assert after["entity:new"] == found["entity:g2n1"]
-    assert await communities.assign_new(store, [RecordID("entity", "new")]) == 0  # once
+    assert after["entity:other"] == found["entity:g4n2"]
+    assert "entity:alone" not in after
+    assert await join(store, new) == 0  # once
+
+
+async def join(store, entities) -> int:
+    """The entities joined as an episode's transaction joins them, after its writes; how
+    many did."""
+    batch = queries.Batch()
+    batch.add("UPDATE $id SET summary = 'seen' RETURN NONE", id=entities[0])
+    statements = communities.join_neighbours(batch, entities)
+    return communities.joined(await store.transaction(batch.sql, batch.params), statements)
 
 
 async def test_a_past_moment_is_kept_apart_and_tenants_do_not_touch(migrated_store) -> None:

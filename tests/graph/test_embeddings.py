@@ -111,6 +111,27 @@ def test_a_texts_vector_does_not_depend_on_the_texts_embedded_with_it(
     together = embedder.embed(texts)
     for i, text in enumerate(texts):
         assert embedder.embed([text])[0] == together[i]
+    assert embedder.embed_aside(texts) == together  # one by one, on the calling thread
+
+
+def test_an_aside_call_runs_beside_embed_calls(embedder: LocalMiniLM) -> None:
+    """`embed_aside` neither waits for an `embed` call nor holds one up: both run at
+    once, and each gives the vectors it would alone."""
+    texts = [f"Message {i}: Maria went camping with her kids at the lake." for i in range(40)]
+    alone = embedder.embed_aside(texts)
+    inside: list[bool] = []
+    results: dict[str, Any] = {}
+
+    def aside() -> None:
+        results["aside"] = embedder.embed_aside(texts)
+
+    thread = threading.Thread(target=aside)
+    with embedder._encode_lock:  # an embed call in progress
+        thread.start()
+        thread.join(timeout=30)
+        inside.append(thread.is_alive())
+    thread.join()
+    assert inside == [False] and results["aside"] == alone
 
 
 def test_eight_bit_vectors_stay_close_to_the_float_models() -> None:

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import math
 from dataclasses import dataclass, field, replace
 from typing import cast
 
 from kgapp.graph.embeddings import EmbeddingError
-from kgapp.graph.ingest.indexing import episode_units
+from kgapp.graph.ingest.indexing import embed_units_aside, episode_units
 from kgapp.graph.ingest.model import (
     EntityDraft,
     EpisodeInput,
@@ -28,9 +27,6 @@ from kgapp.graph.llm.prompts.extract import ExtractedFact, Extraction
 from kgapp.graph.records import record_key
 from kgapp.graph.text import canonical_name, clean_text, display_name, visible_text
 from kgapp.graph.time import parse_when
-
-# Seconds a model may take before the episode's passage units are embedded beside it.
-UNITS_AFTER = 0.05
 
 
 async def extract(ctx: IngestContext, work: EpisodeWork) -> None:
@@ -56,14 +52,13 @@ async def extract(ctx: IngestContext, work: EpisodeWork) -> None:
 
 
 async def _extracted_by_model(ctx: IngestContext, work: EpisodeWork) -> Extraction:
-    """The model's extraction. The passage units are known before it answers: when it
-    takes longer than UNITS_AFTER (any model that thinks), they are embedded while it
-    does; an answer at once (a cached one) leaves them to resolution's one call
-    (indexing.embed_episode), as does a failure."""
+    """The model's extraction. The passage units are known before it answers: they are
+    embedded aside meanwhile (`embed_units_aside`)."""
     assert ctx.llm is not None
     episode = work.input
-    call = asyncio.ensure_future(
-        ctx.llm.structured(
+    embed_units_aside(ctx, work)
+    with ctx.timings.measure("extract"):
+        return await ctx.llm.structured(
             task=prompt.TASK,
             schema=Extraction,
             system=prompt.system_prompt(
@@ -77,26 +72,6 @@ async def _extracted_by_model(ctx: IngestContext, work: EpisodeWork) -> Extracti
                 context=work.context,
             ),
         )
-    )
-    units: asyncio.Future[None] | None = None
-    try:
-        with ctx.timings.measure("extract"):
-            done, _ = await asyncio.wait({call}, timeout=UNITS_AFTER)
-            if not done:
-                units = asyncio.ensure_future(_units_embedded(ctx, work))
-            return await call
-    finally:
-        call.cancel()  # nothing once it answered
-        if units is not None:
-            await units
-
-
-async def _units_embedded(ctx: IngestContext, work: EpisodeWork) -> None:
-    if work.unit_vectors is not None:
-        return
-    units = episode_units(work.input.source, work.input.content)
-    with contextlib.suppress(EmbeddingError):
-        work.unit_vectors = await asyncio.to_thread(ctx.embedder.embed, list(units))
 
 
 def _screened_text(episode: EpisodeInput) -> str:

@@ -1,11 +1,13 @@
-"""An episode's vectors: those of its new names, its facts and its passage units, in one
-model call at resolution (`embed_episode`), written with the episode; and the indexing
+"""An episode's vectors: those of its new names and its facts, in one model call at
+resolution (`embed_episode`), and its passage units, embedded aside from the start
+(`embed_units_aside`), written with the episode; and the indexing
 phase after a job's episodes, for what that left (episodes an earlier run of the job
 wrote, revisions, a failed call), in batches, one model call and one write a batch."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Sequence
 from itertools import zip_longest
 from typing import Any
@@ -15,7 +17,7 @@ from surrealdb.data.types.record_id import RecordID
 
 from kgapp.graph import queries
 from kgapp.graph.chunking import passage_units
-from kgapp.graph.embeddings import pack_vectors
+from kgapp.graph.embeddings import EmbeddingError, embed_aside, pack_vectors
 from kgapp.graph.errors import UniqueViolation
 from kgapp.graph.ingest.model import EpisodeWork, IngestContext
 from kgapp.graph.records import record_key
@@ -29,17 +31,17 @@ EPISODE_BATCH = 16
 
 async def embed_episode(ctx: IngestContext, work: EpisodeWork, names: Sequence[str]) -> None:
     """Embed `names` (into ctx.name_vectors), the episode's facts and its passage units
-    in one model call (one call an episode costs far less than three), so that
-    persist writes the vectors with the episode and the indexing phase has nothing
-    left of it. Facts the offline extraction embedded ahead (`work.fact_vectors`) and
-    units it embedded are not embedded again."""
+    in one call, so that persist writes the vectors with the episode and the indexing
+    phase has nothing left of it. Facts the offline extraction embedded ahead
+    (`work.fact_vectors`), and units it embedded or that are being embedded aside
+    (`embed_units_aside`), are not embedded again."""
     for draft in work.facts:
         if draft.embedding is None:
             draft.embedding = work.fact_vectors.get(draft.fact)
     facts = [draft for draft in work.facts if draft.embedding is None]
     units = episode_units(work.input.source, work.input.content)
-    if work.unit_vectors is not None:
-        units = ()
+    if work.unit_vectors is not None or work.units_embedding is not None:
+        units = ()  # embedded, or being embedded aside
     texts = [*names, *(draft.fact for draft in facts), *units]
     if not texts:
         return
@@ -50,6 +52,28 @@ async def embed_episode(ctx: IngestContext, work: EpisodeWork, names: Sequence[s
         draft.embedding = vector
     if units:
         work.unit_vectors = vectors[len(names) + len(facts) :]
+
+
+def embed_units_aside(ctx: IngestContext, work: EpisodeWork) -> None:
+    """Start embedding the episode's passage units on a core of their own, beside the
+    model's call and the resolution of its names, which need the vectors of names and
+    facts first; persist waits for them (`units_embedded`). A failure leaves them to the
+    job's indexing phase (`index_pending`)."""
+    if work.unit_vectors is not None or work.units_embedding is not None:
+        return
+    units = list(episode_units(work.input.source, work.input.content))
+
+    async def embedded() -> None:
+        with contextlib.suppress(EmbeddingError):
+            work.unit_vectors = await asyncio.to_thread(embed_aside, ctx.embedder, units)
+
+    work.units_embedding = asyncio.ensure_future(embedded())
+
+
+async def units_embedded(work: EpisodeWork) -> None:
+    """Wait for the units `embed_units_aside` started, if any."""
+    if work.units_embedding is not None:
+        await work.units_embedding
 
 
 def episode_units(source: str, content: str) -> tuple[str, ...]:

@@ -180,3 +180,6 @@ class EpisodeWork:
     # offline extraction embedded them ahead (extract.extract_ahead).
     unit_vectors: list[list[float]] | None = None
     fact_vectors: dict[str, list[float]] = field(default_factory=dict)
+    # The passage units being embedded aside while the model extracts and the names
+    # resolve (extract.embed_units_aside); persist waits for it.
+    units_embedding: asyncio.Future[None] | None = None

@@ -6,14 +6,16 @@ concurrent writer, a schema check) rolls the whole episode back.
 
 from __future__ import annotations
 
+from collections import Counter
+from dataclasses import dataclass
 from typing import Any
 
 from surrealdb.data.types.record_id import RecordID
 
-from kgapp.graph import queries
+from kgapp.graph import communities, queries
 from kgapp.graph.chunking import split_sentences
 from kgapp.graph.errors import QueryFailed, UniqueViolation
-from kgapp.graph.ingest.indexing import add_units
+from kgapp.graph.ingest.indexing import add_units, units_embedded
 from kgapp.graph.ingest.model import EntityDraft, EpisodeWork, FactDraft, IngestContext
 from kgapp.graph.ingest.prepare import saga_record
 from kgapp.graph.ingest.resolve_entities import new_record
@@ -57,6 +59,7 @@ def merge_summary(old: str, new: str, limit: int = SUMMARY_LIMIT) -> str:
 
 
 async def persist(ctx: IngestContext, work: EpisodeWork, summaries: dict[str, str]) -> None:
+    await units_embedded(work)
     batch = queries.Batch()
     episode = work.input
     batch.add(queries.EPISODE_CREATE, id=work.record, data=_episode_row(work))
@@ -73,18 +76,19 @@ async def persist(ctx: IngestContext, work: EpisodeWork, summaries: dict[str, st
         )
     if work.previous is not None:
         batch.add(queries.EPISODE_FOLLOWS, episode=work.record, previous=work.previous)
-    touched = _entities(ctx, batch, work, summaries)
-    degree: dict[str, int] = {}
+    degree = _new_facts_of(work)
+    _entities(ctx, batch, work, summaries, degree)
     for draft in work.facts:
-        if _fact(ctx, batch, work, draft):
-            for end in (draft.source.record, draft.target.record):
-                degree[str(end)] = degree.get(str(end), 0) + 1
-    for key, delta in degree.items():
-        batch.add(queries.ENTITY_DEGREE, id=touched[key], delta=delta)
+        _fact(ctx, batch, work, draft)
     _auto_merges(batch, work)
+    new = list({str(d.record): d.record for d in work.entities if d.is_new and d.record}.values())
+    joins = communities.join_neighbours(batch, new)
     with ctx.timings.measure("persist"):
-        await _commit(ctx, batch)
+        results = await _commit(ctx, batch)
     ctx.counts["episodes"] += 1
+    joined = communities.joined(results, joins)
+    if joined:  # new entities join their neighbours' community until the next detection
+        ctx.counts["community_joins"] += joined
     if work.unit_vectors is None:
         ctx.episodes.append(work.record)  # for the job's indexing phase
     else:
@@ -94,9 +98,9 @@ async def persist(ctx: IngestContext, work: EpisodeWork, summaries: dict[str, st
     )
 
 
-async def _commit(ctx: IngestContext, batch: queries.Batch) -> None:
+async def _commit(ctx: IngestContext, batch: queries.Batch) -> list[Any]:
     try:
-        await ctx.store.transaction(batch.sql, batch.params)
+        return await ctx.store.transaction(batch.sql, batch.params)
     except QueryFailed as error:
         if isinstance(error, UniqueViolation) or not queries.is_missing_record(str(error)):
             raise
@@ -123,10 +127,27 @@ def _episode_row(work: EpisodeWork) -> dict[str, Any]:
     }
 
 
+def _new_facts_of(work: EpisodeWork) -> Counter[str]:
+    """How many new facts this episode gives each entity, by record: the rise of its
+    degree, which counts current facts. A fact the graph holds already adds none; one
+    that ends another adds one, as the old one's revision replaces it one for one."""
+    degree: Counter[str] = Counter()
+    for draft in work.facts:
+        if draft.duplicate_of is None:
+            degree.update((str(draft.source.record), str(draft.target.record)))
+    return degree
+
+
 def _entities(
-    ctx: IngestContext, batch: queries.Batch, work: EpisodeWork, summaries: dict[str, str]
-) -> dict[str, RecordID]:
-    touched: dict[str, RecordID] = {}
+    ctx: IngestContext,
+    batch: queries.Batch,
+    work: EpisodeWork,
+    summaries: dict[str, str],
+    degree: Counter[str],
+) -> None:
+    """Each entity's statements: a new one created with its `degree`, an existing one
+    seen again with it added, and the episode's mention of each."""
+    touched: set[str] = set()
     seen_at = work.input.reference_time
     spelled, typed = _said(work)
     for draft in work.entities:
@@ -157,14 +178,14 @@ def _entities(
         key = str(draft.record)
         if key in touched:
             continue
-        touched[key] = draft.record
+        touched.add(key)
         vote = mention_type(typed[key])
         if draft.is_new:
-            row = _entity_row(draft, draft.summary, seen_at, vote)
+            row = _entity_row(draft, draft.summary, seen_at, vote) | {"degree": degree[key]}
             batch.add(queries.ENTITY_CREATE, id=draft.record, row=row)
         else:
-            named = _own_name(work, draft.record)
-            _seen_again(batch, draft, summaries.get(key, ""), seen_at, vote, named)
+            seen = _Seen(seen_at, vote, _own_name(work, draft.record), degree[key])
+            _seen_again(batch, draft, summaries.get(key, ""), seen)
         batch.add(
             queries.MENTION,
             episode=work.record,
@@ -176,32 +197,34 @@ def _entities(
             summary=draft.summary,
             seen=seen_at,
         )
-    return touched
 
 
-def _seen_again(
-    batch: queries.Batch,
-    draft: EntityDraft,
-    old: str,
-    seen_at: Any,
-    vote: str,
-    named: str | None,
-) -> None:
+@dataclass(frozen=True)
+class _Seen:
+    """What an episode tells of an existing entity it mentions: when, the type its
+    mention gives, its own name as spelled there (None: not said), its new facts."""
+
+    at: Any
+    vote: str
+    named: str | None
+    new_facts: int
+
+
+def _seen_again(batch: queries.Batch, draft: EntityDraft, old: str, seen: _Seen) -> None:
     """An existing entity mentioned again: still not merged, seen then, of the type its
-    mentions give with this one's `vote` (and the match key of its name `named` as that
-    type, where the episode said its name), its summary extended."""
-    batch.add(queries.ENTITY_NOT_MERGED, id=draft.record)
+    mentions give with this one's vote (and the match key of its name as that type,
+    where the episode said its name), its summary extended, its degree raised."""
+    summary = merge_summary(old, draft.summary)
     batch.add(
         queries.ENTITY_SEEN,
         id=draft.record,
-        seen=seen_at,
+        seen=seen.at,
         embedding=draft.embedding,
-        vote=vote,
-        key=(match_key(named, vote) or None) if named else None,
+        vote=seen.vote,
+        key=(match_key(seen.named, seen.vote) or None) if seen.named else None,
+        summary=summary if summary != old else None,
+        delta=seen.new_facts,
     )
-    summary = merge_summary(old, draft.summary)
-    if summary != old:  # every change re-indexes the summary's full-text index
-        batch.add(queries.ENTITY_SUMMARY_SET, id=draft.record, summary=summary)
 
 
 def _said(work: EpisodeWork) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
@@ -287,8 +310,8 @@ def _entity_row(
     }
 
 
-def _fact(ctx: IngestContext, batch: queries.Batch, work: EpisodeWork, draft: FactDraft) -> bool:
-    """Add the statements for one fact; True when it is a new current fact."""
+def _fact(ctx: IngestContext, batch: queries.Batch, work: EpisodeWork, draft: FactDraft) -> None:
+    """Add the statements for one fact."""
     if draft.duplicate_of is not None:
         batch.add(
             queries.FACT_REPEATED,
@@ -297,7 +320,7 @@ def _fact(ctx: IngestContext, batch: queries.Batch, work: EpisodeWork, draft: Fa
             confidence=draft.confidence,
             said=_statement(work, draft),
         )
-        return False
+        return
     draft.record = fact_record()
     supersedes = None
     for old in draft.contradicts:
@@ -330,7 +353,6 @@ def _fact(ctx: IngestContext, batch: queries.Batch, work: EpisodeWork, draft: Fa
         ctx.facts.append(draft.record)
     if draft.closed_by is not None:
         batch.add(queries.FACT_RELINK, id=draft.closed_by["id"], supersedes=draft.record)
-    return True
 
 
 def _statement(work: EpisodeWork, draft: FactDraft) -> dict[str, Any]:

@@ -18,7 +18,7 @@ from typing import Any
 
 from surrealdb.data.types.record_id import RecordID
 
-from kgapp.graph import communities, jobs, queries
+from kgapp.graph import jobs, queries
 from kgapp.graph.documents.pdf import PdfLimits
 from kgapp.graph.embeddings import Embedder
 from kgapp.graph.errors import GraphUnavailable, QueryFailed, UniqueViolation
@@ -70,13 +70,20 @@ async def ingest_episode(ctx: IngestContext, episode: EpisodeInput) -> RecordID 
     work = await prepare(ctx, episode)
     if work is None:
         return None
+    try:
+        return await _extracted_and_written(ctx, work)
+    finally:
+        if work.units_embedding is not None:
+            work.units_embedding.cancel()  # the episode failed before persist waited
+
+
+async def _extracted_and_written(ctx: IngestContext, work: EpisodeWork) -> RecordID | None:
     await extract(ctx, work)
     # Counts of a failed attempt must not add up with the retry's.
     baseline = Counter(ctx.counts)
     for attempt in range(PERSIST_ATTEMPTS):
         try:
             await resolve_and_persist(ctx, work)
-            await _join_communities(ctx, work)
             return work.record
         except UniqueViolation:
             # Another worker wrote the same entity or fact a moment ago: re-read and redo
@@ -91,15 +98,6 @@ async def ingest_episode(ctx: IngestContext, episode: EpisodeInput) -> RecordID 
             if work.extraction is not None:
                 drafts_from(ctx, work, work.extraction)
     return None
-
-
-async def _join_communities(ctx: IngestContext, work: EpisodeWork) -> None:
-    """New entities join their neighbours' community until the next full detection."""
-    new = list({str(d.record): d.record for d in work.entities if d.is_new and d.record}.values())
-    if new:
-        joined = await communities.assign_new(ctx.store, new)
-        if joined:
-            ctx.counts["community_joins"] += joined
 
 
 async def resolve_and_persist(ctx: IngestContext, work: EpisodeWork) -> None:

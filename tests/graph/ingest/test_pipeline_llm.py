@@ -9,10 +9,9 @@ from datetime import UTC, datetime
 
 import pytest
 
-from kgapp.graph import jobs
+from kgapp.graph import communities, jobs
 from kgapp.graph.chunking import passage_units
 from kgapp.graph.embeddings import EmbeddingError, local_embedder
-from kgapp.graph.ingest import extract
 from kgapp.graph.ingest.model import EpisodeInput
 from kgapp.graph.ingest.pipeline import ingest_job
 from kgapp.graph.ingest.service import fact_add
@@ -334,62 +333,83 @@ def slow_model(scripted_llm, delay: float = 0.5) -> list[float]:
 
 
 async def test_passage_units_are_embedded_while_the_model_extracts(graph, scripted_llm) -> None:
-    """The units are known before the model answers: they are embedded during its
+    """The units are known before the model answers: they are embedded aside during its
     call, and only names and facts are left for resolution."""
     model_asked = slow_model(scripted_llm, delay=1.0)
     embedder = Recording()
     job = await jobs.job_create(graph, kind="ingest_episode")
     report = await ingest_job(graph, job["id"], [ACME], embedder=embedder, llm=client(scripted_llm))
     assert report.counts["episodes"] == 1 and report.counts["facts_indexed"] == 1
-    units = [started for started, texts in embedder.calls if texts == list(passage_units(
-        ACME.source, ACME.content))]
-    assert len(units) == 1 and units[0] < model_asked[0] + 1.0  # before the model answered
-    assert len(embedder.calls) == 2  # then the new names and the fact, in one call
-    assert await graph.query_one(
-        "SELECT VALUE units FROM episode_units") == [len(passage_units(ACME.source, ACME.content))]
+    units = list(passage_units(ACME.source, ACME.content))
+    assert [texts for _, _, texts in embedder.aside] == [units]
+    assert embedder.aside[0][0] < model_asked[0] + 1.0  # before the model answered
+    assert len(embedder.calls) == 1  # then the new names and the fact, in one call
+    counts = report.counts
+    assert len(embedder.calls[0][1]) == counts["entities_extracted"] + counts["facts_extracted"]
+    assert await graph.query_one("SELECT VALUE units FROM episode_units") == [len(units)]
 
 
 class Recording:
-    """The local model, recording when each call started and what it embedded."""
+    """The local model, recording when each call started (and an aside call ended) and
+    what it embedded; an aside call first waits `aside_delay` seconds."""
 
-    def __init__(self) -> None:
-        self.model, self.calls = local_embedder(), []
-        self.dimension = self.model.dimension
+    def __init__(self, aside_delay: float = 0.0) -> None:
+        self.model, self.calls, self.aside = local_embedder(), [], []
+        self.dimension, self.aside_delay = self.model.dimension, aside_delay
 
     def embed(self, texts):
         self.calls.append((time.monotonic(), list(texts)))
         return self.model.embed(texts)
 
+    def embed_aside(self, texts):
+        started = time.monotonic()
+        time.sleep(self.aside_delay)
+        vectors = self.model.embed_aside(texts)
+        self.aside.append((started, time.monotonic(), list(texts)))
+        return vectors
 
-async def test_a_model_answering_at_once_leaves_one_embedding_call(
-    graph, llm, monkeypatch
-) -> None:
-    """A cached answer, say: nothing to overlap, so names, fact and units go in one call."""
-    monkeypatch.setattr(extract, "UNITS_AFTER", 10.0)  # sure to answer before, however loaded
-    embedder = Recording()
+
+async def test_resolution_does_not_wait_for_the_passage_units(graph, llm) -> None:
+    """A model answering at once (a cached answer, say): the names and the fact are
+    embedded and resolved while the units still are, and the episode is written with
+    its units all the same."""
+    embedder = Recording(aside_delay=1.0)
     job = await jobs.job_create(graph, kind="ingest_episode")
-    await ingest_job(graph, job["id"], [ACME], embedder=embedder, llm=client(llm))
+    report = await ingest_job(graph, job["id"], [ACME], embedder=embedder, llm=client(llm))
+    assert report.counts["episodes"] == 1
+    ((_, aside_ended, _),), ((names_started, _),) = embedder.aside, embedder.calls
+    assert names_started < aside_ended
     units = passage_units(ACME.source, ACME.content)
-    assert len(embedder.calls) == 1 and embedder.calls[0][1][-len(units):] == list(units)
+    assert await graph.query_one("SELECT VALUE units FROM episode_units") == [len(units)]
 
 
-async def test_units_the_model_call_failed_to_embed_are_embedded_at_resolution(
+async def test_units_the_aside_call_failed_to_embed_are_embedded_by_the_indexing_phase(
     graph, scripted_llm
 ) -> None:
     slow_model(scripted_llm, delay=0.3)
-    class FailingOnce(Recording):
-        def embed(self, texts):
-            if not self.calls:
-                self.calls.append((time.monotonic(), list(texts)))
-                raise EmbeddingError("the embedding service went away")
-            return super().embed(texts)
 
-    embedder = FailingOnce()
+    class FailingAside(Recording):
+        def embed_aside(self, texts):
+            self.aside.append((time.monotonic(), time.monotonic(), list(texts)))
+            raise EmbeddingError("the embedding service went away")
+
+    embedder = FailingAside()
     job = await jobs.job_create(graph, kind="ingest_episode")
     report = await ingest_job(graph, job["id"], [ACME], embedder=embedder,
                               llm=client(scripted_llm))
     assert report.status != "failed" and report.counts["episodes"] == 1
-    units = passage_units(ACME.source, ACME.content)
-    assert embedder.calls[0][1] == list(units)  # the call that failed
-    assert embedder.calls[1][1][-len(units):] == list(units)  # again, with the names and fact
+    units = list(passage_units(ACME.source, ACME.content))
+    assert embedder.aside[0][2] == units  # the call that failed
+    assert embedder.calls[-1][1] == units  # again, after the episode
     assert await graph.query_one("SELECT VALUE units FROM episode_units") == [len(units)]
+
+
+async def test_a_new_entity_joins_its_neighbours_community_with_its_episode(graph, llm) -> None:
+    """Beta Inc, new, is linked to Alice, who is in a community: it joins that community
+    in its episode's transaction, until the next detection."""
+    await run(graph, [ACME], client(llm, graph))
+    assert (await communities.rebuild(graph, None)).communities == 1
+    report = await run(graph, [BETA], client(llm, graph))
+    assert report.counts["community_joins"] == 1
+    members = await graph.query_one("SELECT VALUE out.name FROM has_member WHERE in.as_of = NONE")
+    assert sorted(members) == ["Acme Corp", "Alice", "Beta Inc"]
