@@ -87,9 +87,9 @@ def instrument(phases: Phases) -> None:
         (resolve_entities, "resolve_entities", "resolve_entities"),
         (resolve_facts, "existing_facts", "existing_facts"),
         (persist, "persist", "persist"),
+        (persist, "units_embedded", "units_wait"),
         (indexing, "index_pending", "index_pending"),
         (pipeline, "_progress", "job_progress"),
-        (pipeline, "_join_communities", "communities"),
     ):
         _wrap_async(module, name, staged(phase))
         if hasattr(pipeline, name) and module is not pipeline:

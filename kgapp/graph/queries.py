@@ -264,13 +264,14 @@ ENTITY_VECTORS_ALL = """
 SELECT id, name, entity_type, summary, name_embedding, merged_into, created_at FROM entity;
 """
 
-# Only the created_at condition, so that the planner takes that index (3.0.2 picks the
-# merged_into index otherwise and scans every entity). Ids first: vectors are fetched
-# only for entities not yet held.
-ENTITY_IDS_SINCE = "SELECT VALUE id FROM entity WHERE created_at > $since;"
-
-ENTITY_VECTOR = """
-SELECT id, name, entity_type, summary, name_embedding, merged_into, created_at FROM ONLY $id;
+# The entities created after $since that are not among $held: only the created_at
+# condition, so that the planner takes that index (3.0.2 picks the merged_into index
+# otherwise and scans every entity); ids first, so that vectors are read only for
+# entities not yet held. One round trip.
+ENTITY_VECTORS_SINCE = """
+LET $ids = (SELECT VALUE id FROM entity WHERE created_at > $since);
+RETURN array::complement($ids, $held).map(|$id| (SELECT id, name, entity_type, summary,
+    name_embedding, merged_into, created_at FROM ONLY $id));
 """
 
 # What a cached entity is now: its survivor if merged, else itself, with its type now

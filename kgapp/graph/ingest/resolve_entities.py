@@ -19,6 +19,7 @@ the same entity at once write the same record and the loser retries.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from surrealdb.data.types.record_id import RecordID
@@ -46,37 +47,49 @@ async def resolve_entities(ctx: IngestContext, work: EpisodeWork) -> None:
         await embed_episode(ctx, work, [])
         return
     with ctx.timings.measure("resolve_entities"):
-        keys = [names.match_key(d.name, d.entity_type) for d in work.entities]
-        by_name, aliases, by_key = await _known_names(
-            ctx, [d.canonical for d in work.entities], [k for k in keys if k]
-        )
-        unresolved = []
-        for draft, key in zip(work.entities, keys, strict=True):
-            draft.record, draft.is_new, draft.merge, draft.candidates = None, True, None, []
-            draft.own_name = True
-            match = _exact(draft, by_name.get(draft.canonical, [])) or _alias(draft, aliases)
-            if match is not None:
-                draft.record, draft.is_new = match, False
-                # Only the entity's own name says what type it is, not a merged one's.
-                draft.own_name = any(
-                    r["id"] == match and r.get("merged_into") is None
-                    for r in by_name.get(draft.canonical, [])
-                )
-                ctx.counts["entities_matched"] += 1
-                continue
-            same = _compatible(draft, key, by_key.get(key, [])) if key else []
-            if len(same) == 1:  # two entities with this key: a person decides
-                _merge_into(ctx, draft, same[0], names.Evidence("same", "same_name", 1.0), None)
-                continue
-            unresolved.append(draft)
-        # Only names not matched exactly need a vector: known entities have theirs. Those
-        # embedded with their episode's extraction (extract_ahead) are not embedded again.
-        # The same call embeds the episode's facts and passage units.
-        missing = dict.fromkeys(d.name for d in unresolved if d.name not in ctx.name_vectors)
-        await embed_episode(ctx, work, list(missing))
-        for draft in unresolved:
-            draft.embedding = ctx.name_vectors[draft.name]
-        await _by_embedding(ctx, unresolved)
+        # The cached name vectors are topped up while the names are looked up.
+        refreshing = asyncio.ensure_future(entity_vectors(ctx.store.namespace).refresh(ctx.store))
+        try:
+            await _resolve(ctx, work, refreshing)
+        finally:
+            await asyncio.wait({refreshing})
+            refreshing.exception()  # raised where it was needed; else nothing waits on it
+
+
+async def _resolve(ctx: IngestContext, work: EpisodeWork, refreshing: asyncio.Future[None]) -> None:
+    """Each name to an entity: its own, an alias's, one of the same match key, or one
+    whose vector is near and whose name agrees (`_by_embedding`); else a new one."""
+    keys = [names.match_key(d.name, d.entity_type) for d in work.entities]
+    by_name, aliases, by_key = await _known_names(
+        ctx, [d.canonical for d in work.entities], [k for k in keys if k]
+    )
+    unresolved = []
+    for draft, key in zip(work.entities, keys, strict=True):
+        draft.record, draft.is_new, draft.merge, draft.candidates = None, True, None, []
+        draft.own_name = True
+        match = _exact(draft, by_name.get(draft.canonical, [])) or _alias(draft, aliases)
+        if match is not None:
+            draft.record, draft.is_new = match, False
+            # Only the entity's own name says what type it is, not a merged one's.
+            draft.own_name = any(
+                r["id"] == match and r.get("merged_into") is None
+                for r in by_name.get(draft.canonical, [])
+            )
+            ctx.counts["entities_matched"] += 1
+            continue
+        same = _compatible(draft, key, by_key.get(key, [])) if key else []
+        if len(same) == 1:  # two entities with this key: a person decides
+            _merge_into(ctx, draft, same[0], names.Evidence("same", "same_name", 1.0), None)
+            continue
+        unresolved.append(draft)
+    # Only names not matched exactly need a vector: known entities have theirs. Those
+    # embedded with their episode's extraction (extract_ahead) are not embedded again.
+    # The same call embeds the episode's facts (its passage units are embedded aside).
+    missing = dict.fromkeys(d.name for d in unresolved if d.name not in ctx.name_vectors)
+    await embed_episode(ctx, work, list(missing))
+    for draft in unresolved:
+        draft.embedding = ctx.name_vectors[draft.name]
+    await _by_embedding(ctx, unresolved, refreshing)
 
 
 async def _known_names(
@@ -158,12 +171,14 @@ def _merge_into(
     ctx.counts["entities_merged"] += 1
 
 
-async def _by_embedding(ctx: IngestContext, drafts: list[EntityDraft]) -> None:
+async def _by_embedding(
+    ctx: IngestContext, drafts: list[EntityDraft], refreshing: asyncio.Future[None]
+) -> None:
     if not drafts:
         return
     with ctx.timings.measure("entity_knn"):
         vectors = entity_vectors(ctx.store.namespace)
-        await vectors.refresh(ctx.store)
+        await refreshing
         found = []
         for draft in drafts:
             assert draft.embedding is not None

@@ -36,6 +36,8 @@ class EntityVectors:
         self._since: datetime | None = None
         self._skipped: set[str] = set()  # merged, or without a vector: never fetched again
         self._gone: set[str] = set()  # deleted since cached: never offered again
+        # Rows read that were created within OVERLAP of the newest: not read again.
+        self._recent: dict[str, tuple[Any, datetime]] = {}
 
     async def refresh(self, store: TenantStore) -> None:
         if self._since is None:
@@ -44,6 +46,7 @@ class EntityVectors:
             rows = await self._new_rows(store)
         added = []
         for row in rows:
+            self._recent[str(row["id"])] = (row["id"], row["created_at"])
             if row.get("name_embedding") is None or row.get("merged_into") is not None:
                 self._skipped.add(str(row["id"]))
                 continue
@@ -52,6 +55,9 @@ class EntityVectors:
                 added.append(row)
             self._rows[key] = row
             self._since = max(self._since or row["created_at"], row["created_at"])
+        if self._since is not None:
+            horizon = self._since - OVERLAP
+            self._recent = {k: v for k, v in self._recent.items() if v[1] > horizon}
         if added:
             vectors = np.asarray([row.pop("name_embedding") for row in added], dtype=np.float32)
             self._matrix = vectors if not len(self._matrix) else np.vstack([self._matrix, vectors])
@@ -61,14 +67,8 @@ class EntityVectors:
     async def _new_rows(self, store: TenantStore) -> list[dict[str, Any]]:
         assert self._since is not None
         since = self._since - OVERLAP
-        ids = await store.query_one(queries.ENTITY_IDS_SINCE, {"since": since}) or []
-        batch = queries.Batch()
-        for record in ids:
-            if str(record) not in self._rows and str(record) not in self._skipped:
-                batch.add(queries.ENTITY_VECTOR, id=record)
-        if not len(batch):
-            return []
-        return [row for row in await store.query(batch.sql, batch.params) if row]
+        params = {"since": since, "held": [record for record, _ in self._recent.values()]}
+        return [row for row in await store.query_one(queries.ENTITY_VECTORS_SINCE, params) if row]
 
     def forget(self, ids: set[str]) -> None:
         """Entities deleted since they were cached."""
