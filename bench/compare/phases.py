@@ -89,7 +89,6 @@ def instrument(phases: Phases) -> None:
         (persist, "persist", "persist"),
         (persist, "units_embedded", "units_wait"),
         (indexing, "index_pending", "index_pending"),
-        (pipeline, "_progress", "job_progress"),
     ):
         _wrap_async(module, name, staged(phase))
         if hasattr(pipeline, name) and module is not pipeline:

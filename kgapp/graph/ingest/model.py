@@ -132,6 +132,15 @@ class Timings:
             self.totals[stage] = round(self.totals.get(stage, 0.0) + elapsed, 3)
 
 
+@dataclass(frozen=True)
+class Progress:
+    """Where job `job` will stand once the episode in hand is done (ingest/progress.py)."""
+
+    job: RecordID
+    done: int
+    total: int
+
+
 @dataclass
 class IngestContext:
     """What every stage of one episode works with. The store is bound to one tenant."""
@@ -159,6 +168,9 @@ class IngestContext:
     episodes: list[RecordID] = field(default_factory=list)
     facts: list[RecordID] = field(default_factory=list)
     earlier: list[RecordID] = field(default_factory=list)
+    # The job's progress once the episode in hand is done: written with the episode
+    # (persist.py), which then clears it; still set, it is written on its own.
+    progress: Progress | None = None
 
 
 @dataclass

@@ -18,6 +18,7 @@ from kgapp.graph.errors import QueryFailed, UniqueViolation
 from kgapp.graph.ingest.indexing import add_units, units_embedded
 from kgapp.graph.ingest.model import EntityDraft, EpisodeWork, FactDraft, IngestContext
 from kgapp.graph.ingest.prepare import saga_record
+from kgapp.graph.ingest.progress import add_progress
 from kgapp.graph.ingest.resolve_entities import new_record
 from kgapp.graph.ingest.resolve_facts import fact_record
 from kgapp.graph.names import match_key
@@ -59,7 +60,32 @@ def merge_summary(old: str, new: str, limit: int = SUMMARY_LIMIT) -> str:
 
 
 async def persist(ctx: IngestContext, work: EpisodeWork, summaries: dict[str, str]) -> None:
+    """Write the episode, its entities and facts in one transaction, with the job's
+    progress (ctx.progress, then cleared) and the community each new entity joins."""
     await units_embedded(work)
+    batch = _episode_statements(work)
+    degree = _new_facts_of(work)
+    _entities(ctx, batch, work, summaries, degree)
+    for draft in work.facts:
+        _fact(ctx, batch, work, draft)
+    _auto_merges(batch, work)
+    gained = _gained(work)
+    if ctx.progress is not None:
+        add_progress(batch, ctx, ctx.progress, gained)
+    new = list({str(d.record): d.record for d in work.entities if d.is_new and d.record}.values())
+    joins = communities.join_neighbours(batch, new)  # last: their answers are counted
+    with ctx.timings.measure("persist"):
+        results = await _commit(ctx, batch)
+    ctx.progress = None
+    ctx.counts.update(gained)
+    joined = communities.joined(results, joins)
+    if joined:  # new entities join their neighbours' community until the next detection
+        ctx.counts["community_joins"] += joined
+    if work.unit_vectors is None:
+        ctx.episodes.append(work.record)  # for the job's indexing phase
+
+
+def _episode_statements(work: EpisodeWork) -> queries.Batch:
     batch = queries.Batch()
     episode = work.input
     batch.add(queries.EPISODE_CREATE, id=work.record, data=_episode_row(work))
@@ -76,26 +102,18 @@ async def persist(ctx: IngestContext, work: EpisodeWork, summaries: dict[str, st
         )
     if work.previous is not None:
         batch.add(queries.EPISODE_FOLLOWS, episode=work.record, previous=work.previous)
-    degree = _new_facts_of(work)
-    _entities(ctx, batch, work, summaries, degree)
-    for draft in work.facts:
-        _fact(ctx, batch, work, draft)
-    _auto_merges(batch, work)
-    new = list({str(d.record): d.record for d in work.entities if d.is_new and d.record}.values())
-    joins = communities.join_neighbours(batch, new)
-    with ctx.timings.measure("persist"):
-        results = await _commit(ctx, batch)
-    ctx.counts["episodes"] += 1
-    joined = communities.joined(results, joins)
-    if joined:  # new entities join their neighbours' community until the next detection
-        ctx.counts["community_joins"] += joined
-    if work.unit_vectors is None:
-        ctx.episodes.append(work.record)  # for the job's indexing phase
-    else:
-        ctx.counts["passages_indexed"] += len(work.unit_vectors)
-    ctx.counts["facts_indexed"] += sum(
+    return batch
+
+
+def _gained(work: EpisodeWork) -> Counter[str]:
+    """What the job's counts gain once the episode is written."""
+    gained = Counter(episodes=1)
+    if work.unit_vectors is not None:
+        gained["passages_indexed"] = len(work.unit_vectors)
+    gained["facts_indexed"] = sum(
         1 for d in work.facts if d.duplicate_of is None and d.embedding is not None
     )
+    return gained
 
 
 async def _commit(ctx: IngestContext, batch: queries.Batch) -> list[Any]:

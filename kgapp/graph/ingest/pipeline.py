@@ -26,10 +26,11 @@ from kgapp.graph.ingest.chunk import document_status, read_document
 from kgapp.graph.ingest.decide import decide
 from kgapp.graph.ingest.extract import drafts_from, extract, extract_ahead
 from kgapp.graph.ingest.indexing import index_pending
-from kgapp.graph.ingest.model import EpisodeInput, EpisodeWork, IngestContext
+from kgapp.graph.ingest.model import EpisodeInput, EpisodeWork, IngestContext, Progress
 from kgapp.graph.ingest.offline.extractor import OfflineExtractor
 from kgapp.graph.ingest.persist import persist
 from kgapp.graph.ingest.prepare import prepare
+from kgapp.graph.ingest.progress import counts_of, progress_params, usage_of
 from kgapp.graph.ingest.resolve_entities import resolve_entities
 from kgapp.graph.ingest.resolve_facts import existing_facts, llm_candidates, resolve_facts
 from kgapp.graph.ingest.versions import DocumentPlan, document_plan
@@ -207,6 +208,7 @@ async def _ingest_episodes(
     """Each episode in turn, its failure recorded, until the end or exhausted quota."""
     total = offset + len(episodes)
     for index, episode in enumerate(episodes, start=offset):
+        ctx.progress = Progress(job, index + 1, total)
         try:
             upcoming = episodes[index - offset + 1 : index - offset + 1 + EXTRACT_AHEAD]
             record = await _timed_episode(ctx, episode, upcoming, clock)
@@ -223,7 +225,10 @@ async def _ingest_episodes(
                 {"index": index, "reason": f"{type(error).__name__}: {error}"[:500]}
             )
             logger.warning("episode %s of %s failed: %s", index, job, error)
-        await _progress(ctx, job, index + 1, total)
+        if ctx.progress is not None:  # not written with an episode
+            params = progress_params(ctx, ctx.progress)
+            await jobs.job_write(ctx.store, queries.JOB_PROGRESS, params)
+            ctx.progress = None
 
 
 async def _timed_episode(
@@ -247,14 +252,14 @@ async def _timed_episode(
 
 def _conclude(ctx: IngestContext, report: IngestReport, clock: _Clock, episodes: int) -> None:
     """The report's counts, timings and notes; failed when every episode failed."""
-    report.counts = _counts(ctx)
+    report.counts = counts_of(ctx)
     report.timings = (
         dict(ctx.timings.totals)
         | _episode_timings(clock.episode_ms)
         | _episode_timings(clock.without_extraction_ms, "_without_extraction")
     )
     report.notes = ctx.notes[:200]
-    report.usage = _usage(ctx)
+    report.usage = usage_of(ctx)
     if report.failures and len(report.failures) == episodes:
         report.status = "failed"
         report.error = report.failures[0]["reason"]
@@ -273,30 +278,3 @@ def _episode_timings(episode_ms: list[float], suffix: str = "") -> dict[str, flo
         f"episode_median_ms{suffix}": round(statistics.median(ordered), 3),
         f"episode_p90_ms{suffix}": round(p90, 3),
     }
-
-
-def _counts(ctx: IngestContext) -> dict[str, int]:
-    counts = dict(ctx.counts)
-    if ctx.llm is not None:
-        counts.update({f"llm_{k}": v for k, v in ctx.llm.usage.as_dict().items()})
-    return counts
-
-
-def _usage(ctx: IngestContext) -> list[dict[str, Any]]:
-    return ctx.llm.usage.rows() if ctx.llm is not None else []
-
-
-async def _progress(ctx: IngestContext, job: RecordID, done: int, total: int) -> None:
-    await jobs.job_write(
-        ctx.store,
-        queries.JOB_PROGRESS,
-        {
-            "job": job,
-            "progress": done,
-            "total": total,
-            "counts": _counts(ctx),
-            "timings": dict(ctx.timings.totals),
-            "usage": _usage(ctx),
-            "phase": "extracting",
-        },
-    )

@@ -4,6 +4,7 @@ OpenAI-compatible server, with recorded answers; real SurrealDB, real local embe
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from datetime import UTC, datetime
 
@@ -19,6 +20,7 @@ from kgapp.graph.llm.cache import SurrealCache
 from kgapp.graph.llm.client import LLMClient
 from kgapp.graph.llm.transport import LLMConfig
 from kgapp.graph.records import parse_record_id, to_json
+from kgapp.graph.store import TenantStore
 from tests.graph import recorded
 from tests.graph.recorded import answer_from_recordings, episode_of
 from tests.llm_server import Reply
@@ -413,3 +415,33 @@ async def test_a_new_entity_joins_its_neighbours_community_with_its_episode(grap
     assert report.counts["community_joins"] == 1
     members = await graph.query_one("SELECT VALUE out.name FROM has_member WHERE in.as_of = NONE")
     assert sorted(members) == ["Acme Corp", "Alice", "Beta Inc"]
+
+
+class Sent(TenantStore):
+    """The real store on the same connections, keeping the text of each query sent."""
+
+    def __init__(self, store: TenantStore) -> None:
+        super().__init__(store._pool)
+        self.sql: list[str] = []
+
+    async def query(self, sql, params=None):
+        self.sql.append(sql)
+        return await super().query(sql, params)
+
+
+async def test_the_jobs_progress_is_written_with_each_episode_written(graph, llm) -> None:
+    """An episode written carries the job's progress in its own transaction, counting
+    itself, with no write of its own; one that failed has its progress written alone."""
+    llm.queue(Reply(refusal="no"))  # the first episode's extraction
+    sent = Sent(graph)
+    job = await jobs.job_create(graph, kind="ingest_episode")
+    report = await ingest_job(sent, job["id"], [BETA, ACME], embedder=local_embedder(),
+                              llm=client(llm))
+    assert (report.counts["episodes"], report.counts["episodes_failed"]) == (1, 1)
+    progress = re.compile(r"UPDATE ONLY \$job(_\d+)? SET progress")
+    alone = [sql for sql in sent.sql if progress.match(sql.strip())]
+    within = [sql for sql in sent.sql if sql.startswith("BEGIN") and progress.search(sql)]
+    assert (len(alone), len(within)) == (1, 1)
+    row = await graph.query_one("SELECT progress, total, counts FROM ONLY $id", {"id": job["id"]})
+    assert (row["progress"], row["total"]) == (2, 2)
+    assert (row["counts"]["episodes"], row["counts"]["episodes_failed"]) == (1, 1)
