@@ -87,18 +87,24 @@ async def read_feed(
     *,
     most: int = REPLAY_MOST,
     vectors: bool = False,
+    first: list[Any] | None = None,
 ) -> FeedRead:
     """Whole feed entries from `since` on, in versionstamp order.
 
     Stops after the page in which `most` changes were passed. An entry is never split:
     a full page holds back its last versionstamp, which the next page starts with.
-    Records come without their `*_embedding` vectors unless `vectors`.
+    Records come without their `*_embedding` vectors unless `vectors`. `first`: the
+    first page, read already (`queries.feed_since(since, FEED_PAGE)`, sent with another
+    query).
     """
     entries: list[FeedEntry] = []
     found = 0
     cursor = since
     while True:
-        page = await store.query_one(queries.feed_since(cursor, FEED_PAGE)) or []
+        if first is not None:
+            page, first = first, None
+        else:
+            page = await store.query_one(queries.feed_since(cursor, FEED_PAGE)) or []
         full = sum(_keys(entry) for entry in page) >= FEED_PAGE and len(page) > 1
         if full:
             page = page[:-1]
@@ -173,9 +179,16 @@ class FeedTail:
         self._given: set[int] = set()  # versionstamps given, at or above the floor
         self.behind = False  # the last read stopped at its budget: read again at once
 
-    async def read(self, store: TenantStore, *, sweep: bool = False) -> list[Change]:
-        since = self._floor() if sweep else self.cursor
-        read = await read_feed(store, since, self._tables, vectors=self._vectors)
+    def start(self, *, sweep: bool = False) -> Cursor:
+        """Where `read(store, sweep=sweep)` reads from."""
+        return self._floor() if sweep else self.cursor
+
+    async def read(
+        self, store: TenantStore, *, sweep: bool = False, first: list[Any] | None = None
+    ) -> list[Change]:
+        """`first`: the first page from `start(sweep=sweep)`, read already."""
+        since = self.start(sweep=sweep)
+        read = await read_feed(store, since, self._tables, vectors=self._vectors, first=first)
         changes: list[Change] = []
         for entry in read.entries:
             if entry.versionstamp in self._given:

@@ -8,6 +8,7 @@ capacity in the manifest; a reader maps as many rows as the manifest says exist.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Literal
@@ -62,7 +63,9 @@ class Columns:
     def __getitem__(self, name: str) -> np.ndarray:
         return self.data[name]
 
-    def flush(self) -> None:
-        for array in self.data.values():
+    def flush(self, names: Iterable[str] | None = None) -> None:
+        """Write the columns `names` (None: all) to disk and wait for it."""
+        for name in self.data if names is None else names:
+            array = self.data.get(name)
             if isinstance(array, np.memmap):
                 array.flush()

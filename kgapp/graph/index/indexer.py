@@ -22,7 +22,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from kgapp.graph import live, queries
 from kgapp.graph.errors import GraphError
@@ -65,7 +65,18 @@ class TenantWriter:
         self.swept = -math.inf  # when a pass last read back (time.monotonic)
 
     async def run_pass(self, store: TenantStore) -> Manifest:
-        epoch, now = await store.query(queries.SEARCH_INDEX_STATE)
+        # The feed's first page is asked for with the state, one round trip, when the
+        # index is open; it is used only if the index needs no rebuild and no other
+        # process wrote it since.
+        sweep = time.monotonic() - self.swept >= SWEEP_EVERY
+        first: list[Any] | None = None
+        if self.tail is None:
+            epoch, now = await store.query(queries.SEARCH_INDEX_STATE)
+        else:
+            start = self.tail.start(sweep=sweep)
+            sql = queries.SEARCH_INDEX_STATE + queries.feed_since(start, live.FEED_PAGE)
+            epoch, now, first = await store.query(sql)
+            first = first or []
         epoch = str(epoch)
         on_disk = layout.read_manifest(self.directory, self.namespace)
         if (
@@ -77,8 +88,9 @@ class TenantWriter:
             return await self.rebuild(store, epoch, now, on_disk)
         if self.manifest is None or on_disk.generation != self.manifest.generation:
             self._open(on_disk)  # another process wrote since: start from the disk
+            first = None
         assert self.manifest is not None and self.tail is not None
-        changed = await self._follow(store)
+        changed = await self._follow(store, sweep, first)
         return self._commit(now, changed)
 
     async def rebuild(
@@ -150,14 +162,15 @@ class TenantWriter:
         start = max(0, cursor - (int(FEED_LOOKBACK * 1000) << 16))
         self.tail = live.FeedTail(start, FEED_LOOKBACK, _TABLE_NAMES, vectors=True)
 
-    async def _follow(self, store: TenantStore) -> bool:
+    async def _follow(self, store: TenantStore, sweep: bool, first: list[Any] | None) -> bool:
+        """Apply the feed: the look back if `sweep` (at most every SWEEP_EVERY), then on
+        while behind; `first` is the first page of that, if read already."""
         assert self.tail is not None
-        # The look back once (at most every SWEEP_EVERY), then on while behind.
-        changed, sweep = False, time.monotonic() - self.swept >= SWEEP_EVERY
+        changed = False
         if sweep:
             self.swept = time.monotonic()
         while True:
-            for change in await self.tail.read(store, sweep=sweep):
+            for change in await self.tail.read(store, sweep=sweep, first=first):
                 writer = self.tables[change.table]
                 if change.action == "DELETE":
                     writer.delete(record_key(change.record))
@@ -166,7 +179,7 @@ class TenantWriter:
                 changed = True
             if not self.tail.behind:
                 return changed
-            sweep = False
+            sweep, first = False, None
 
     def _commit(self, now: datetime, changed: bool) -> Manifest:
         assert self.manifest is not None and self.tail is not None

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -146,16 +147,24 @@ class TableWriter:
     # --- commit -------------------------------------------------------------------------
 
     def commit(self, generation: int, *, threads: int = 1) -> TableState:
-        """Make everything put visible to readers: the new state for the manifest."""
-        if self.text.pending:
-            self.state.text_commit = self.text.commit()
-        for row, digest in self.hashes.items():
-            self.columns["text_hash"][row] = digest
-        self.hashes.clear()
+        """Make everything put visible to readers: the new state for the manifest. The
+        columns go to disk while tantivy commits (both wait mostly on the disk); the
+        text hashes only after it has."""
         for lines in (self.keys, self.codes, self.ends):
             lines.flush()
         self._grow_graph(generation, threads)
-        self.columns.flush()
+        others = [name for name in self.columns.data if name != "text_hash"]
+        if self.text.pending:
+            with ThreadPoolExecutor(1) as pool:
+                flushed = pool.submit(self.columns.flush, others)
+                self.state.text_commit = self.text.commit()
+                flushed.result()
+        else:
+            self.columns.flush(others)
+        for row, digest in self.hashes.items():
+            self.columns["text_hash"][row] = digest
+        self.hashes.clear()
+        self.columns.flush(["text_hash"])
         self.state.rows = len(self.keys.values)
         self.state.capacity = self.columns.capacity
         self.state.keys_bytes = self.keys.read_bytes

@@ -258,9 +258,9 @@ async def test_passes_close_together_read_the_feed_back_once(migrated_store) -> 
     assert writer.tail is not None
     read, sweeps = writer.tail.read, []
 
-    async def reading(store, *, sweep=False):
+    async def reading(store, *, sweep=False, first=None):
         sweeps.append(sweep)
-        return await read(store, sweep=sweep)
+        return await read(store, sweep=sweep, first=first)
 
     writer.tail.read = reading  # type: ignore[method-assign]
     texts = ("Ada met Quantum Labs.", "Ada left Quantum Labs.", "Ada joined Quantum Labs.")
@@ -275,6 +275,26 @@ async def test_passes_close_together_read_the_feed_back_once(migrated_store) -> 
     assert sorted(await found(store, "Quantum")) == [
         "Ada joined Quantum Labs.", "Ada left Quantum Labs.", "Ada met Quantum Labs."
     ]
+
+
+async def test_a_pass_reads_the_state_and_the_feed_in_one_round_trip(migrated_store) -> None:
+    store = await facts_store(migrated_store)
+    writer = indexer.TenantWriter(layout.tenant_dir(store.namespace), store.namespace)
+    await writer.run_pass(store)
+    await add_fact(store, "f2", "Ada met Quantum Labs.", "quantum", at(2024, 2, 1))
+
+    class Counting(TenantStore):
+        sent = 0
+
+        async def query(self, sql, params=None):
+            Counting.sent += 1
+            return await super().query(sql, params)
+
+    await writer.run_pass(Counting(store._pool))
+    writer.close()
+    assert Counting.sent == 1
+    forget_this_process()
+    assert await found(store, "Quantum") == ["Ada met Quantum Labs."]
 
 
 async def test_one_tenants_index_is_never_opened_for_another(migrated_store) -> None:
