@@ -312,23 +312,26 @@ _MENTION_VOTES = """(SELECT VALUE {type: entity_type ?? $type_now, seen: seen_at
     WITH INDEX mentions_out WHERE out = $id)"""
 
 # An existing entity mentioned again, by an episode whose mention (written after this)
-# gives $vote. Resolution may have matched an entity that a curator merged before this
-# transaction: that fails as a conflict, and the episode is resolved again (following
-# `merged_into`). Then the type its mentions give now, and if $vote wins, $key, the
-# match key of its name as $vote (NONE: the episode did not say its name, the key stays
-# until a recount); a vote for the type it has, or for a broader one, cannot change it
-# and reads nothing. Then one write for the rest: seen at $seen, its summary $summary
-# (NONE: unchanged), $delta more current facts. Inside the episode's transaction, so
-# that two episodes deciding one entity's type conflict.
-# (`$id.merged_into` inside IF fails on 3.0.2 with "Specify a database to use".)
+# gives $vote: one write for what the episode tells of it (seen at $seen, its summary
+# $summary, NONE: unchanged, $delta more current facts), unless a curator merged it, or
+# someone deleted it, since resolution read it: then the transaction fails as a
+# conflict, and the episode is resolved again (following `merged_into`). Then, if $vote
+# may change its type, the type its mentions give now, and if $vote wins, $key, the match
+# key of its name as $vote (NONE: the episode did not say its name, the key stays until
+# a recount); a vote for the type it has, or for a broader one, cannot change it and
+# reads nothing. Two statements: each costs about half a millisecond of its own. Inside
+# the episode's transaction, so that two episodes deciding one entity's type conflict.
 ENTITY_SEEN = (
     """
-LET $was = (SELECT merged_into, entity_type FROM ONLY $id);
-IF $was.merged_into != NONE {
-    THROW "conflict: an entity was merged meanwhile; resolve again";
-};
-LET $type_now = $was.entity_type;
-IF $vote != $type_now AND ($vote NOTINSIDE ['Concept', 'Entity'] OR $type_now = 'Entity') {
+LET $was = (UPDATE ONLY $id SET last_seen_at = time::max([last_seen_at, $seen]),
+    first_seen_at = time::min([first_seen_at, $seen]),
+    name_embedding = name_embedding ?? $embedding, summary = $summary ?? summary,
+    degree += $delta WHERE merged_into = NONE RETURN BEFORE);
+IF $was = NONE {
+    THROW "conflict: an entity was merged or deleted meanwhile; resolve again";
+} ELSE IF $vote != $was.entity_type
+    AND ($vote NOTINSIDE ['Concept', 'Entity'] OR $was.entity_type = 'Entity') {
+    LET $type_now = $was.entity_type;
     LET $type_votes = array::append("""
     + _MENTION_VOTES
     + """, {type: $vote, seen: $seen});
@@ -339,10 +342,6 @@ IF $vote != $type_now AND ($vote NOTINSIDE ['Concept', 'Entity'] OR $type_now = 
         match_key = IF $type_won = $vote AND $key != NONE THEN $key ELSE match_key END
         RETURN NONE;
 };
-UPDATE $id SET last_seen_at = time::max([last_seen_at, $seen]),
-    first_seen_at = time::min([first_seen_at, $seen]),
-    name_embedding = name_embedding ?? $embedding, summary = $summary ?? summary,
-    degree += $delta RETURN NONE;
 """
 )
 
@@ -372,13 +371,6 @@ ENTITY_MATCH_KEY_SET = "UPDATE $id SET match_key = $key RETURN NONE;"
 
 ALIAS_WRITE = """
 IF record::exists($id) {} ELSE { CREATE $id CONTENT {name: $name, entity_type: $type, entity: $entity} RETURN NONE };
-"""
-
-# A mention keeps the name as spelled, the summary and the time its episode gave
-# (schema/0016_lifecycle.surql): what the entity loses when that episode goes.
-MENTION = """
-RELATE $episode->mentions->$entity SET name = $name, entity_type = $type, names = $names,
-    entity_types = $types, summary = $summary, seen_at = $seen RETURN NONE;
 """
 
 MESSAGE_KEYS_SET = """

@@ -20,7 +20,7 @@ from kgapp.graph.ingest.model import EntityDraft, EpisodeWork, FactDraft, Ingest
 from kgapp.graph.ingest.prepare import saga_record
 from kgapp.graph.ingest.progress import add_progress
 from kgapp.graph.ingest.resolve_entities import new_record
-from kgapp.graph.ingest.resolve_facts import fact_record
+from kgapp.graph.ingest.resolve_facts import fact_record, revision_row
 from kgapp.graph.names import match_key
 from kgapp.graph.ontology import mention_type
 from kgapp.graph.text import alias_key
@@ -28,19 +28,6 @@ from kgapp.graph.text import alias_key
 SUMMARY_LIMIT = 1000
 # The audit actor of merges that resolution made without a person.
 AUTO_MERGE_ACTOR = "resolution"
-_FACT_FIELDS = (
-    "relation",
-    "edge_type",
-    "fact",
-    "fact_embedding",
-    "episodes",
-    "statements",
-    "confidence",
-    "valid_at",
-    "invalid_at",
-    "supersedes",
-    "attributes",
-)
 
 
 def merge_summary(old: str, new: str, limit: int = SUMMARY_LIMIT) -> str:
@@ -166,33 +153,12 @@ def _entities(
     """Each entity's statements: a new one created with its `degree`, an existing one
     seen again with it added, and the episode's mention of each."""
     touched: set[str] = set()
+    mentions: list[dict[str, Any]] = []
     seen_at = work.input.reference_time
     spelled, typed = _said(work)
     for draft in work.entities:
         assert draft.record is not None
-        if draft.alias:
-            batch.add(
-                queries.ALIAS_WRITE,
-                id=alias_record(draft),
-                name=draft.alias,
-                type=draft.entity_type,
-                entity=draft.record,
-            )
-        if draft.merge is not None:  # the name keeps a record of its own, merged
-            row = _entity_row(draft, draft.summary, seen_at)
-            batch.add(
-                queries.ENTITY_CREATE,
-                id=new_record(draft),
-                row={**row, "merged_into": draft.record},
-            )
-        for candidate in draft.candidates:  # no model decided: a person will
-            batch.add(
-                queries.CANDIDATE_ADD,
-                a=draft.record,
-                b=candidate["id"],
-                score=float(candidate["score"]),
-                method=candidate.get("method", "embedding_band"),
-            )
+        _name_statements(batch, draft, seen_at)
         key = str(draft.record)
         if key in touched:
             continue
@@ -204,16 +170,47 @@ def _entities(
         else:
             seen = _Seen(seen_at, vote, _own_name(work, draft.record), degree[key])
             _seen_again(batch, draft, summaries.get(key, ""), seen)
+        mentions.append(
+            {
+                "in": work.record,
+                "out": draft.record,
+                "name": draft.name,
+                "entity_type": vote,
+                "names": spelled[key],
+                "entity_types": typed[key],
+                "summary": draft.summary,
+                "seen_at": seen_at,
+            }
+        )
+    if mentions:  # what each entity loses when this episode goes (schema/0016)
+        batch.add(queries.MENTIONS_INSERT, rows=mentions)
+
+
+def _name_statements(batch: queries.Batch, draft: EntityDraft, seen_at: Any) -> None:
+    """What resolution decided of the name: an alias to keep, a record of its own merged
+    into the entity, candidates a person is to review."""
+    if draft.alias:
         batch.add(
-            queries.MENTION,
-            episode=work.record,
+            queries.ALIAS_WRITE,
+            id=alias_record(draft),
+            name=draft.alias,
+            type=draft.entity_type,
             entity=draft.record,
-            name=draft.name,
-            type=vote,
-            names=spelled[key],
-            types=typed[key],
-            summary=draft.summary,
-            seen=seen_at,
+        )
+    if draft.merge is not None:  # the name keeps a record of its own, merged
+        row = _entity_row(draft, draft.summary, seen_at)
+        batch.add(
+            queries.ENTITY_CREATE,
+            id=new_record(draft),
+            row={**row, "merged_into": draft.record},
+        )
+    for candidate in draft.candidates:  # no model decided: a person will
+        batch.add(
+            queries.CANDIDATE_ADD,
+            a=draft.record,
+            b=candidate["id"],
+            score=float(candidate["score"]),
+            method=candidate.get("method", "embedding_band"),
         )
 
 
@@ -381,19 +378,3 @@ def _statement(work: EpisodeWork, draft: FactDraft) -> dict[str, Any]:
         "valid_at": draft.valid_at,
         "confidence": draft.confidence,
     }
-
-
-def revision_row(old: dict[str, Any], *, ends_at: Any, by: RecordID, now: Any) -> dict[str, Any]:
-    """The old fact as now believed: same content, validity closed at `ends_at` by the
-    fact `by`, learned `now`."""
-    row = {name: old.get(name) for name in _FACT_FIELDS}
-    row.update(
-        id=fact_record(),
-        invalid_at=ends_at,
-        created_at=now,
-        expired_at=None,
-        revision_of=old["id"],
-        superseded_by=by,
-    )
-    row["in"], row["out"] = old["in"], old["out"]
-    return row

@@ -184,3 +184,34 @@ def _apply_decision(
 
 def fact_record() -> RecordID:
     return RecordID("relates_to", "f" + new_key())
+
+
+_REVISED_FIELDS = (
+    "relation",
+    "edge_type",
+    "fact",
+    "fact_embedding",
+    "episodes",
+    "statements",
+    "confidence",
+    "valid_at",
+    "invalid_at",
+    "supersedes",
+    "attributes",
+)
+
+
+def revision_row(old: dict[str, Any], *, ends_at: Any, by: RecordID, now: Any) -> dict[str, Any]:
+    """The old fact as now believed: same content, validity closed at `ends_at` by the
+    fact `by`, learned `now`."""
+    row = {name: old.get(name) for name in _REVISED_FIELDS}
+    row.update(
+        id=fact_record(),
+        invalid_at=ends_at,
+        created_at=now,
+        expired_at=None,
+        revision_of=old["id"],
+        superseded_by=by,
+    )
+    row["in"], row["out"] = old["in"], old["out"]
+    return row

@@ -24,7 +24,7 @@ from surrealdb.data.types.record_id import RecordID
 
 from kgapp.graph import names, queries
 from kgapp.graph.chunking import split_sentences
-from kgapp.graph.ingest.persist import revision_row
+from kgapp.graph.ingest.resolve_facts import revision_row
 from kgapp.graph.ontology import entity_types_recount, ontology_load
 from kgapp.graph.records import found, record_key
 from kgapp.graph.store import TenantStore
