@@ -121,3 +121,19 @@ def test_the_ratios_say_whether_own_ingest_is_at_most_half_of_graphitis() -> Non
     assert "0.46× on the generated corpus (met)" in line
     assert "0.75× on LoCoMo (not met)" in line
     assert report.ratios({"kgapp": {"quality": run(60)}}) == []
+
+
+def test_alternating_rounds_decide_the_ratio_where_they_ran() -> None:
+    def run(own: float) -> dict:
+        return {"ingest": {"own_ms_median": own, "calls_per_episode": 1.0}}
+
+    results = {
+        "kgapp": {"quality": run(90), "locomo": run(150),
+                  "rounds": {"generated": [50, 70, 40], "locomo": [60, 80, 70]}},
+        "graphiti": {"quality": run(100), "locomo": run(200),
+                     "rounds": {"generated": [100, 120, 90], "locomo": [150, 130, 140]}},
+    }
+    lines = report.ratios(results)
+    assert "kgapp 50 / 70 / 40 ms, Graphiti 100 / 120 / 90 ms" in lines[-3]
+    assert "0.50× on the generated corpus (met)" in lines[-1]  # 50 over 100, the medians
+    assert "0.50× on LoCoMo (met)" in lines[-1]  # 70 over 140

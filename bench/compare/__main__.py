@@ -4,9 +4,13 @@ embedder; writes docs/benchmarks.md (the table), docs/benchmarks.json (every fig
 and docs/img/compare.png (the plot).
 
     var/compare/venv/bin/python -m bench.compare [--episodes 300] [--latency-episodes 30]
-        [--systems kgapp graphiti lightrag] [--no-locomo]
+        [--systems kgapp graphiti lightrag] [--no-locomo] [--rounds 3]
 
 Each measurement runs in its own process (bench/compare/run.py), one system at a time.
+Then this product's own ingest time and Graphiti's are measured again in `--rounds`
+rounds, the two in turn (kgapp, Graphiti, kgapp, ...), on both corpora: on a machine
+whose disk and neighbours vary by the minute, one run of each apart gives a ratio that
+moves by a tenth from one run to the next; their medians over alternating rounds, less.
 """
 
 from __future__ import annotations
@@ -29,8 +33,8 @@ RESULTS = ROOT / "var" / "compare" / "results"
 SYSTEMS = ("kgapp", "graphiti", "lightrag")
 
 
-def run(system: str, mode: str, *extra: str) -> dict[str, Any]:
-    out = RESULTS / f"{system}-{mode}.json"
+def run(system: str, mode: str, *extra: str, name: str = "") -> dict[str, Any]:
+    out = RESULTS / f"{system}-{mode}{name}.json"
     command = [
         sys.executable,
         "-m",
@@ -47,6 +51,25 @@ def run(system: str, mode: str, *extra: str) -> dict[str, Any]:
     if done.returncode != 0 or not out.exists():
         return {"error": f"exit {done.returncode}"}
     return json.loads(out.read_text())
+
+
+def rounds(
+    results: dict[str, dict[str, Any]], count: int, episodes: int, conversation: Path | None
+) -> None:
+    """Own ingest time per episode (median) of this product and of Graphiti, `count`
+    rounds each, in turn, into results[system]["rounds"][corpus]: the generated corpus
+    ingested with the model answering at once (no scoring), and LoCoMo."""
+    for number in range(count):
+        for system in ("kgapp", "graphiti"):
+            held = results[system].setdefault("rounds", {"generated": [], "locomo": []})
+            name = f"-round{number}"
+            found = run(
+                system, "latency", "--episodes", str(episodes), "--latency-ms", "0", name=name
+            )
+            held["generated"].append((found.get("ingest") or {}).get("own_ms_median"))
+            if conversation is not None:
+                found = run(system, "locomo", "--locomo", str(conversation), name=name)
+                held["locomo"].append((found.get("ingest") or {}).get("own_ms_median"))
 
 
 def machine() -> str:
@@ -68,6 +91,7 @@ def main() -> None:
     parser.add_argument("--latency-episodes", type=int, default=30)
     parser.add_argument("--systems", nargs="+", default=list(SYSTEMS), choices=SYSTEMS)
     parser.add_argument("--no-locomo", action="store_true")
+    parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
     RESULTS.mkdir(parents=True, exist_ok=True)
     conversation = locomo.DATA / "26.json"
@@ -81,6 +105,9 @@ def main() -> None:
         }
         if not args.no_locomo and conversation.exists():
             results[system]["locomo"] = run(system, "locomo", "--locomo", str(conversation))
+    if args.rounds and {"kgapp", "graphiti"} <= set(args.systems):
+        locomo_path = conversation if not args.no_locomo and conversation.exists() else None
+        rounds(results, args.rounds, args.episodes, locomo_path)
     meta = {
         "date": datetime.now(UTC).strftime("%Y-%m-%d"),
         "machine": machine(),
