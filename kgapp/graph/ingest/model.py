@@ -193,5 +193,5 @@ class EpisodeWork:
     unit_vectors: list[list[float]] | None = None
     fact_vectors: dict[str, list[float]] = field(default_factory=dict)
     # The passage units being embedded aside while the model extracts and the names
-    # resolve (extract.embed_units_aside); persist waits for it.
+    # resolve (indexing.embed_units_aside); persist waits for it.
     units_embedding: asyncio.Future[None] | None = None

@@ -34,9 +34,9 @@ class EntityVectors:
         self._keys: list[str] = []  # match keys (names.match_key), aligned with _order
         self._matrix = np.zeros((0, 0), dtype=np.float32)
         self._since: datetime | None = None
-        self._skipped: set[str] = set()  # merged, or without a vector: never fetched again
         self._gone: set[str] = set()  # deleted since cached: never offered again
-        # Rows read that were created within OVERLAP of the newest: not read again.
+        # Rows read (merged or without a vector too) that were created within OVERLAP of
+        # the newest: not read again.
         self._recent: dict[str, tuple[Any, datetime]] = {}
 
     async def refresh(self, store: TenantStore) -> None:
@@ -48,8 +48,7 @@ class EntityVectors:
         for row in rows:
             self._recent[str(row["id"])] = (row["id"], row["created_at"])
             if row.get("name_embedding") is None or row.get("merged_into") is not None:
-                self._skipped.add(str(row["id"]))
-                continue
+                continue  # never offered
             key = str(row["id"])
             if key not in self._rows:
                 added.append(row)
