@@ -46,7 +46,7 @@ class TenantIndex:
             if stamp == self._stamp:
                 return
             manifest = layout.read_manifest(self.directory, self.namespace)
-            if manifest is None:
+            if manifest is None or not manifest.trusted:  # the indexer rebuilds it
                 return
             try:
                 if self.manifest is None or manifest.build != self.manifest.build:

@@ -51,18 +51,30 @@ CURSOR_MARGIN = timedelta(seconds=10)
 # is older than this is rebuilt rather than trust a trimmed feed.
 STALE_CURSOR = timedelta(hours=20)
 REBUILD_PAGE = 1000  # records read per round trip while rebuilding
+# The indexer commits tantivy (a dozen synced files a table) when the tail of text put
+# since its last commit (tail.py) is this old or this long, or when a pass finds
+# nothing new; the passes between publish the tail for readers. Elsewhere (`sync`)
+# every pass commits.
+CHECKPOINT_EVERY = 2.0  # seconds
+CHECKPOINT_ENTRIES = 2000
 INLINE_WAIT = 60.0  # seconds a process waits for another's pass before reading as is
 
 
 class TenantWriter:
     """One tenant's index as its writer holds it between passes."""
 
-    def __init__(self, directory: Path, namespace: str, *, threads: int = 0) -> None:
+    def __init__(
+        self, directory: Path, namespace: str, *, threads: int = 0, checkpoint_every: float = 0
+    ) -> None:
         self.directory, self.namespace, self.threads = directory, namespace, threads
+        self.checkpoint_every = checkpoint_every  # 0: every pass commits tantivy
         self.manifest: Manifest | None = None
         self.tables: dict[str, TableWriter] = {}
         self.tail: live.FeedTail | None = None
         self.swept = -math.inf  # when a pass last read back (time.monotonic)
+        # When a pass first committed without syncing since the last that synced (a
+        # tail published); -inf: the next pass must sync.
+        self.unsynced_since: float | None = None
 
     async def run_pass(self, store: TenantStore) -> Manifest:
         # The feed's first page is asked for with the state, one round trip, when the
@@ -83,11 +95,16 @@ class TenantWriter:
             on_disk is None
             or on_disk.epoch != epoch
             or _stale(on_disk, now)
+            or not on_disk.trusted
             or not (self.directory / on_disk.build).is_dir()
         ):
             return await self.rebuild(store, epoch, now, on_disk)
         if self.manifest is None or on_disk.generation != self.manifest.generation:
-            self._open(on_disk)  # another process wrote since: start from the disk
+            try:
+                self._open(on_disk)  # another process wrote since: start from the disk
+            except (OSError, ValueError) as error:  # its tail lost: rebuilt
+                log.warning("search index of %s: %s", self.namespace, error)
+                return await self.rebuild(store, epoch, now, on_disk)
             first = None
         assert self.manifest is not None and self.tail is not None
         changed = await self._follow(store, sweep, first)
@@ -108,6 +125,7 @@ class TenantWriter:
         }
         start = now - CURSOR_MARGIN
         self.tail = live.FeedTail(start, FEED_LOOKBACK, _TABLE_NAMES, vectors=True)
+        self.unsynced_since = -math.inf
         for spec in TABLES:
             await self._read_all(store, spec)
         self.manifest.cursor = live.position(start)
@@ -161,6 +179,8 @@ class TenantWriter:
         cursor = manifest.cursor or 0
         start = max(0, cursor - (int(FEED_LOOKBACK * 1000) << 16))
         self.tail = live.FeedTail(start, FEED_LOOKBACK, _TABLE_NAMES, vectors=True)
+        # A tail it names is in tantivy again, uncommitted: the first pass commits it.
+        self.unsynced_since = None if manifest.synced else -math.inf
 
     async def _follow(self, store: TenantStore, sweep: bool, first: list[Any] | None) -> bool:
         """Apply the feed: the look back if `sweep` (at most every SWEEP_EVERY), then on
@@ -184,20 +204,51 @@ class TenantWriter:
     def _commit(self, now: datetime, changed: bool) -> Manifest:
         assert self.manifest is not None and self.tail is not None
         manifest = self.manifest
-        if changed:
+        durable = self._durable(changed)
+        if changed or durable:
             manifest.generation += 1
-            # Side by side: each table's commit waits mostly on the disk (fsync).
-            with ThreadPoolExecutor(len(self.tables)) as pool:
-                states = pool.map(
-                    lambda writer: writer.commit(manifest.generation, threads=self.threads),
-                    self.tables.values(),
-                )
-                manifest.tables.update(zip(self.tables, states, strict=True))
+
+            def commit(writer: TableWriter) -> layout.TableState:
+                return writer.commit(manifest.generation, durable=durable, threads=self.threads)
+
+            if durable:  # side by side: each table's commit waits mostly on the disk
+                with ThreadPoolExecutor(len(self.tables)) as pool:
+                    states = list(pool.map(commit, self.tables.values()))
+            else:
+                states = [commit(writer) for writer in self.tables.values()]
+            manifest.tables.update(zip(self.tables, states, strict=True))
         if isinstance(self.tail.cursor, int):
             manifest.cursor = self.tail.cursor
         manifest.applied = now.isoformat()
+        manifest.synced = self.unsynced_since is None
         layout.write_manifest(self.directory, manifest)
         return manifest
+
+    def _durable(self, changed: bool) -> bool:
+        """Whether this pass commits tantivy and syncs the columns: when what it
+        published without that is due (CHECKPOINT_EVERY, CHECKPOINT_ENTRIES), or the
+        pass found nothing new."""
+        if not changed and self.unsynced_since is None:
+            return False
+        now = time.monotonic()
+        if self.unsynced_since is None:
+            self.unsynced_since = now
+        entries = sum(writer.tail_entries for writer in self.tables.values())
+        due = (
+            not changed
+            or self.checkpoint_every <= 0
+            or now - self.unsynced_since >= self.checkpoint_every
+            or entries >= CHECKPOINT_ENTRIES
+        )
+        if due:
+            self.unsynced_since = None
+        return due
+
+    def checkpoint(self) -> None:
+        """Commit and sync what passes published without (a writer that stops)."""
+        if self.manifest is not None and self.unsynced_since is not None:
+            self.unsynced_since = -math.inf
+            self._commit(datetime.fromisoformat(self.manifest.applied), False)
 
     def close(self) -> None:
         for writer in self.tables.values():
@@ -271,8 +322,10 @@ class Indexer:
         *,
         poll: float = 0.2,
         threads: int = 0,
+        checkpoint_every: float = CHECKPOINT_EVERY,
     ) -> None:
         self.stores, self.base, self.poll, self.threads = stores, base, poll, threads
+        self.checkpoint_every = checkpoint_every
         self.writers: dict[str, tuple[TenantWriter, IO[str]]] = {}
 
     async def run(self, stop: asyncio.Event) -> None:
@@ -290,8 +343,13 @@ class Indexer:
             handle.close()
 
     def close(self) -> None:
-        """Let go of every tenant's writer and lock."""
+        """Commit what each tenant's writer published without syncing, then let go of
+        every writer and lock."""
         for namespace in list(self.writers):
+            try:
+                self.writers[namespace][0].checkpoint()
+            except OSError as error:  # its tail stays, committed by the next writer
+                log.warning("search index of %s: %s", namespace, error)
             self._drop(namespace)
 
     async def run_once(self) -> None:
@@ -316,7 +374,9 @@ class Indexer:
             if handle is None:  # a process's pass that does not end
                 log.warning("search index of %s stays locked", namespace)
                 return None
-            writer = TenantWriter(directory, namespace, threads=self.threads)
+            writer = TenantWriter(
+                directory, namespace, threads=self.threads, checkpoint_every=self.checkpoint_every
+            )
             found = self.writers[namespace] = (writer, handle)
         return found[0]
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import errno
 import fcntl
+import functools
 import json
 import os
 import shutil
@@ -54,6 +55,8 @@ class TableState:
     codes_bytes: int = 0
     ends_bytes: int = 0
     text_commit: int = 0  # the tantivy commit readers should see
+    tail: str = ""  # the file of the text put since that commit (tail.py), "" when none
+    tail_bytes: int = 0
     hnsw: str = ""  # the file of the graph of vectors, "" when there is none
 
 
@@ -66,10 +69,28 @@ class Manifest:
     generation: int = 0
     cursor: int | None = None  # the change feed's versionstamp to read from
     applied: str = ""  # ISO time of the server: everything committed before is in
+    synced: bool = True  # everything it names was synced to the disk before it
+    boot: str = ""  # the machine's boot that wrote it (boot_id)
     tables: dict[str, TableState] = field(default_factory=dict)
 
     def table(self, name: str) -> TableState:
         return self.tables.setdefault(name, TableState())
+
+    @property
+    def trusted(self) -> bool:
+        """Whether what it names is whole. One written before its files (a tail, the
+        columns) were synced is, until the machine restarts; after that its index is
+        rebuilt."""
+        return self.synced or self.boot == boot_id()
+
+
+@functools.cache
+def boot_id() -> str:
+    """This boot of the machine ("" where the system does not say)."""
+    try:
+        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        return ""
 
 
 def read_manifest(directory: Path, namespace: str) -> Manifest | None:
@@ -89,6 +110,7 @@ def read_manifest(directory: Path, namespace: str) -> Manifest | None:
 
 def write_manifest(directory: Path, manifest: Manifest) -> None:
     temporary = directory / f".{MANIFEST}.{os.getpid()}"
+    manifest.boot = boot_id()
     temporary.write_text(json.dumps(asdict(manifest)))
     os.replace(temporary, directory / MANIFEST)
 

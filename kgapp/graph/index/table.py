@@ -1,5 +1,6 @@
 """One table's index as a process reads it: the rows' keys, their columns (memory-
-mapped), BM25 over their text (tantivy) and their nearest vectors (usearch).
+mapped), BM25 over their text (tantivy, and the tail of text put since its last commit)
+and their nearest vectors (usearch).
 
 A row is a record's place in the index, for as long as the index is not rebuilt: a
 record that changes keeps its row, one deleted keeps it dead (`alive` false), one
@@ -105,8 +106,12 @@ class TableIndex:
                 assert lines is not None
                 lines.read_to(size)
             self.columns.map(state.capacity, state.width)
-            if state.text_commit != self.state.text_commit and self.text is not None:
-                self.text.reload()
+            if self.text is not None:
+                self.text.update(
+                    state.text_commit != self.state.text_commit,
+                    self.directory / state.tail if state.tail else None,
+                    state.tail_bytes,
+                )
             if state.hnsw != self.state.hnsw or self.graph is None:
                 self.graph = self._view(state.hnsw)
             self.state = state

@@ -2,7 +2,8 @@
 
 A document is one row of the table's index: its text fields, and `row`, the row's
 place in the columns (indexed, to delete it by; a fast field, to read it for each hit
-without loading the document).
+without loading the document). What the writer put since tantivy's last commit is
+logged in the table's tail (tail.py), which readers search beside the commit.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import numpy as np
 import tantivy
 
 from kgapp.graph.index import analysis
+from kgapp.graph.index.tail import Entry, TailLog, TailTerms, read_entries
 
 WRITER_HEAP = 32 * 2**20  # bytes for the writer's one thread; more only flushes later
 
@@ -34,13 +36,16 @@ def _open(directory: Path, fields: Sequence[str]) -> tantivy.Index:
 
 
 class TextWriter:
-    """Adds, replaces and deletes rows' documents; `commit` makes them visible."""
+    """Adds, replaces and deletes rows' documents, each logged in the tail (kept in
+    `tail_dir`); `publish` makes them visible through the tail, `commit` through
+    tantivy, durably."""
 
-    def __init__(self, directory: Path, fields: Sequence[str]) -> None:
+    def __init__(self, directory: Path, fields: Sequence[str], tail_dir: Path) -> None:
         self.fields = tuple(fields)
         self.index = _open(directory, fields)
         self._writer: tantivy.IndexWriter | None = None
         self.pending = False
+        self.log = TailLog(tail_dir)
 
     @property
     def writer(self) -> tantivy.IndexWriter:
@@ -48,7 +53,7 @@ class TextWriter:
             self._writer = self.index.writer(WRITER_HEAP, 1)
         return self._writer
 
-    def put(self, row: int, texts: Sequence[str], *, replace: bool) -> None:
+    def put(self, row: int, texts: Sequence[str], *, replace: bool, log: bool = True) -> None:
         if replace:
             self.writer.delete_documents_by_term("row", row)
         document = tantivy.Document(row=row)
@@ -56,10 +61,14 @@ class TextWriter:
             document.add_text(name, text)
         self.writer.add_document(document)
         self.pending = True
+        if log:
+            self.log.add(Entry(row, tuple(texts), replace))
 
-    def delete(self, row: int) -> None:
+    def delete(self, row: int, *, log: bool = True) -> None:
         self.writer.delete_documents_by_term("row", row)
         self.pending = True
+        if log:
+            self.log.add(Entry(row, None, True))
 
     def delete_from(self, row: int) -> None:
         """Delete the documents of every row from `row` on, if there are any."""
@@ -71,30 +80,57 @@ class TextWriter:
             self.writer.delete_documents_by_query(query)
             self.pending = True
 
+    def replay(self, name: str, size: int) -> list[Entry]:
+        """Put a tail a writer left (named by the manifest) into tantivy again, to be
+        committed; its entries. Raises OSError or ValueError when it cannot be read."""
+        entries = read_entries(self.log.directory / name, 0, size)
+        for entry in entries:
+            if entry.texts is None:
+                self.delete(entry.row, log=False)
+            else:
+                self.put(entry.row, entry.texts, replace=True, log=False)
+        return entries
+
+    def publish(self, generation: int) -> tuple[str, int]:
+        """Make what was put visible to readers without committing: the tail's file
+        and size."""
+        return self.log.publish(generation)
+
     def commit(self) -> int:
-        """Make what was put visible; the commit's opstamp."""
+        """Make what was put visible and durable: the commit's opstamp."""
         stamp = int(self.writer.commit())
         self.pending = False
+        self.log.clear()
         return stamp
 
     def close(self) -> None:
-        """Let go of tantivy's writer lock (waiting for its merges)."""
+        """Let go of tantivy's writer lock (waiting for its merges); what was not
+        committed stays in the tail's file for the next writer."""
+        self.log.close()
         if self._writer is not None:
             self._writer.wait_merging_threads()
             self._writer = None
 
 
 class TextReader:
-    """Ranks rows by BM25; `reload` picks up the writer's latest commit."""
+    """Ranks rows by BM25: tantivy's latest commit that `update` took up, and the tail
+    the manifest names, whose rows' committed documents are left out."""
 
     def __init__(self, directory: Path, fields: Sequence[str]) -> None:
         self.fields = tuple(fields)
         self.index = _open(directory, fields)
         self.index.config_reader("Manual", 0)
         self.schema = self.index.schema
+        self.tail = TailTerms(self.fields)
 
     def reload(self) -> None:
         self.index.reload()
+
+    def update(self, committed: bool, tail: Path | None, size: int) -> None:
+        """Take up the manifest's tail (the file and its size; None: none), and
+        tantivy's latest commit if `committed` changed or the tail was committed since."""
+        if not self.tail.read_to(tail, size) or committed:
+            self.index.reload()
 
     def matching(self, query: str, limit: int) -> np.ndarray:
         """Rows whose text holds every term of the query (in any text field), at most
@@ -114,10 +150,10 @@ class TextReader:
             )
             for term in wanted
         ]
-        searcher = self.index.searcher()
-        found = searcher.search(tantivy.Query.boolean_query(clauses), limit)
-        addresses = [address for _, address in found.hits]
-        return np.asarray(searcher.fast_field_values("row", addresses), dtype=np.int64)
+        rows, scores, _ = self._committed(tantivy.Query.boolean_query(clauses), limit)
+        if self.tail.docs:
+            rows, scores = self._with_tail(rows, scores, wanted, self.tail.matching(wanted))
+        return rows[:limit]
 
     def search(self, query: str, limit: int) -> tuple[np.ndarray, np.ndarray, bool]:
         """The best `limit` rows for the query's terms (each once, in every text field),
@@ -130,10 +166,40 @@ class TextReader:
             for field in self.fields
             for term in wanted
         ]
+        rows, scores, more = self._committed(tantivy.Query.boolean_query(clauses), limit)
+        if self.tail.docs:
+            rows, scores = self._with_tail(rows, scores, wanted, None)
+        return rows[:limit], scores[:limit], more or len(rows) > limit
+
+    def _committed(self, query: tantivy.Query, limit: int) -> tuple[np.ndarray, np.ndarray, bool]:
+        """The best `limit` committed documents of rows the tail does not hold, by score,
+        and whether more may match (asked for as many more as the tail hides; a row of
+        the tail is in a commit taken up after the manifest named the tail)."""
         searcher = self.index.searcher()
-        found = searcher.search(tantivy.Query.boolean_query(clauses), limit, count=True)
+        ask = limit + len(self.tail.masking)
+        found = searcher.search(query, ask, count=True)
         addresses = [address for _, address in found.hits]
         rows = np.asarray(searcher.fast_field_values("row", addresses), dtype=np.int64)
         scores = np.asarray([score for score, _ in found.hits], dtype=np.float32)
         total: int = getattr(found, "count", 0)  # asked for (count=True); not in tantivy's stub
-        return rows, scores, total > len(addresses)
+        if self.tail.docs:
+            kept = ~np.isin(rows, np.fromiter(self.tail.docs, dtype=np.int64))
+            rows, scores = rows[kept], scores[kept]
+        return rows, scores, total > len(addresses) or len(rows) > limit
+
+    def _with_tail(
+        self, rows: np.ndarray, scores: np.ndarray, wanted: list[str], among: set[int] | None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The committed rows and the tail's (those `among`, if given) by score, best
+        first (ties by row)."""
+        searcher = self.index.searcher()
+        tail_rows, tail_scores = self.tail.scores(
+            wanted, lambda field, term: int(searcher.doc_freq(field, term)), searcher.num_docs
+        )
+        if among is not None:
+            chosen = np.isin(tail_rows, np.fromiter(among, dtype=np.int64, count=len(among)))
+            tail_rows, tail_scores = tail_rows[chosen], tail_scores[chosen]
+        rows = np.concatenate([rows, tail_rows])
+        scores = np.concatenate([scores, tail_scores])
+        order = np.lexsort((rows, -scores))
+        return rows[order], scores[order]

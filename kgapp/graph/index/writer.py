@@ -68,10 +68,14 @@ class TableWriter:
         self.ends = _Appender(directory / "ends.txt", state.ends_bytes)
         self.columns = Columns(directory, spec.all_columns, writable=True)
         self.columns.map(state.capacity, state.width)
-        self.text = TextWriter(directory / "text", spec.text_fields)
+        self.text = TextWriter(directory / "text", spec.text_fields, directory)
         self.graph: Any = None  # the graph of vectors, loaded when first due to grow
         self.hashes: dict[int, int] = {}  # rows' text hashes tantivy has yet to commit
         self._forget_uncommitted()
+        if state.tail:  # a writer's tail, to commit (raises when it cannot be read)
+            for entry in self.text.replay(state.tail, state.tail_bytes):
+                texts = entry.texts
+                self.hashes[entry.row] = _digest(list(texts)) if texts is not None else 0
 
     # --- changes ------------------------------------------------------------------------
 
@@ -146,13 +150,27 @@ class TableWriter:
 
     # --- commit -------------------------------------------------------------------------
 
-    def commit(self, generation: int, *, threads: int = 1) -> TableState:
-        """Make everything put visible to readers: the new state for the manifest. The
-        columns go to disk while tantivy commits (both wait mostly on the disk); the
-        text hashes only after it has."""
+    def commit(self, generation: int, *, durable: bool = True, threads: int = 1) -> TableState:
+        """Make everything put visible to readers: the new state for the manifest.
+        Durable: tantivy commits, the columns go to disk meanwhile (both wait mostly on
+        the disk), then the text hashes. Else the text is published in the tail, and the
+        columns are seen in the shared pages; the hashes wait for the commit."""
         for lines in (self.keys, self.codes, self.ends):
             lines.flush()
         self._grow_graph(generation, threads)
+        if durable:
+            self._commit_text()
+            self.state.tail, self.state.tail_bytes = "", 0
+        else:
+            self.state.tail, self.state.tail_bytes = self.text.publish(generation)
+        self.state.rows = len(self.keys.values)
+        self.state.capacity = self.columns.capacity
+        self.state.keys_bytes = self.keys.read_bytes
+        self.state.codes_bytes = self.codes.read_bytes
+        self.state.ends_bytes = self.ends.read_bytes
+        return dataclasses.replace(self.state)
+
+    def _commit_text(self) -> None:
         others = [name for name in self.columns.data if name != "text_hash"]
         if self.text.pending:
             with ThreadPoolExecutor(1) as pool:
@@ -165,12 +183,11 @@ class TableWriter:
             self.columns["text_hash"][row] = digest
         self.hashes.clear()
         self.columns.flush(["text_hash"])
-        self.state.rows = len(self.keys.values)
-        self.state.capacity = self.columns.capacity
-        self.state.keys_bytes = self.keys.read_bytes
-        self.state.codes_bytes = self.codes.read_bytes
-        self.state.ends_bytes = self.ends.read_bytes
-        return dataclasses.replace(self.state)
+
+    @property
+    def tail_entries(self) -> int:
+        """Puts and deletes since tantivy last committed."""
+        return self.text.log.entries
 
     def graph_rows(self, rows: list[int], threads: int) -> None:
         """Add these rows' vectors to the graph now (a rebuild does, page by page, while

@@ -8,7 +8,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from kgapp.graph.errors import GraphError
-from kgapp.graph.index.indexer import Indexer
+from kgapp.graph.index.indexer import CHECKPOINT_EVERY, Indexer
 from kgapp.graph.store import TenantStore
 from tenants.graph import graph_runtime
 from tenants.models import Tenant
@@ -34,7 +34,8 @@ class Command(BaseCommand):
         def stores() -> dict[str, TenantStore]:
             return {namespace: runtime.store(namespace) for namespace in namespaces}
 
-        indexer = Indexer(stores, poll=poll)
+        # One pass commits everything it indexed; a running indexer commits when due.
+        indexer = Indexer(stores, poll=poll, checkpoint_every=0 if once else CHECKPOINT_EVERY)
         if once:
             runtime.run(indexer.run_once())
             self.stdout.write(f"indexed {len(namespaces)} tenants")

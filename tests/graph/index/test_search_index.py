@@ -63,7 +63,7 @@ DOCS = ["alice works at acme", "bob works at beta", "carol founded acme acme", "
 
 
 def test_tantivy_ranks_by_the_bm25_formula(tmp_path: Path) -> None:
-    writer = TextWriter(tmp_path, ("fact",))
+    writer = TextWriter(tmp_path, ("fact",), tmp_path)
     for row, text in enumerate(DOCS):
         writer.put(row, [text], replace=False)
     writer.commit()
