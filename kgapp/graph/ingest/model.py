@@ -195,3 +195,6 @@ class EpisodeWork:
     # The passage units being embedded aside while the model extracts and the names
     # resolve (indexing.embed_units_aside); persist waits for it.
     units_embedding: asyncio.Future[None] | None = None
+    # The current facts of the subjects resolved by their names, read while the other
+    # names resolve (resolve_facts.read_facts_ahead), by subject; existing_facts takes it.
+    facts_ahead: asyncio.Future[dict[str, list[dict[str, Any]]]] | None = None

@@ -32,7 +32,12 @@ from kgapp.graph.ingest.persist import persist
 from kgapp.graph.ingest.prepare import prepare
 from kgapp.graph.ingest.progress import counts_of, progress_params, usage_of
 from kgapp.graph.ingest.resolve_entities import resolve_entities
-from kgapp.graph.ingest.resolve_facts import existing_facts, llm_candidates, resolve_facts
+from kgapp.graph.ingest.resolve_facts import (
+    drop_facts_ahead,
+    existing_facts,
+    llm_candidates,
+    resolve_facts,
+)
 from kgapp.graph.ingest.versions import DocumentPlan, document_plan
 from kgapp.graph.llm.client import LLMClient
 from kgapp.graph.llm.errors import LLMError, LLMQuotaExceeded
@@ -103,8 +108,11 @@ async def _extracted_and_written(ctx: IngestContext, work: EpisodeWork) -> Recor
 
 async def resolve_and_persist(ctx: IngestContext, work: EpisodeWork) -> None:
     ctx.now = datetime.now(UTC)
-    await resolve_entities(ctx, work)
-    known, summaries = await existing_facts(ctx, work)
+    try:
+        await resolve_entities(ctx, work)
+        known, summaries = await existing_facts(ctx, work)
+    finally:
+        drop_facts_ahead(work)  # read ahead, not taken: resolution failed
     changed, decisions = await decide(ctx, work, llm_candidates(ctx, work, known))
     if changed:
         known, summaries = await existing_facts(ctx, work)

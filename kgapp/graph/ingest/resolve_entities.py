@@ -27,6 +27,7 @@ from surrealdb.data.types.record_id import RecordID
 from kgapp.graph import names, queries
 from kgapp.graph.ingest.indexing import embed_episode
 from kgapp.graph.ingest.model import AutoMerge, EntityDraft, EpisodeWork, IngestContext
+from kgapp.graph.ingest.resolve_facts import read_facts_ahead
 from kgapp.graph.ingest.vectors import entity_vectors
 from kgapp.graph.ontology import types_compatible
 from kgapp.graph.text import entity_key
@@ -82,6 +83,9 @@ async def _resolve(ctx: IngestContext, work: EpisodeWork, refreshing: asyncio.Fu
             _merge_into(ctx, draft, same[0], names.Evidence("same", "same_name", 1.0), None)
             continue
         unresolved.append(draft)
+    # The facts of the subjects known by name are read meanwhile (in LoCoMo, the
+    # speakers': the longest read of an episode's resolution).
+    read_facts_ahead(ctx, work)
     # Only names not matched exactly need a vector: known entities have theirs. Those
     # embedded with their episode's extraction (extract_ahead) are not embedded again.
     # The same call embeds the episode's facts (its passage units are embedded aside).

@@ -14,6 +14,7 @@ fact the graph already holds.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from surrealdb.data.types.record_id import RecordID
@@ -26,23 +27,62 @@ from kgapp.graph.time import holds_at
 LLM_CANDIDATES_PER_FACT = 5
 
 
+def _sources(work: EpisodeWork) -> dict[str, RecordID]:
+    """The episode's subjects that already exist, by their record's text (RecordID is
+    not hashable)."""
+    return {
+        str(f.source.record): f.source.record
+        for f in work.facts
+        if f.source.record is not None and not f.source.is_new
+    }
+
+
+async def _facts_of(ctx: IngestContext, sources: list[RecordID]) -> dict[str, list[dict[str, Any]]]:
+    batch = queries.Batch()
+    for source in sources:
+        batch.add(queries.FACTS_OF_SOURCE, source=source)
+    results = await ctx.store.query(batch.sql, batch.params) if sources else []
+    return {str(s): rows or [] for s, rows in zip(sources, results, strict=True)}
+
+
+def read_facts_ahead(ctx: IngestContext, work: EpisodeWork) -> None:
+    """Start reading the current facts of the subjects resolved so far, while the rest
+    of resolution runs; `existing_facts` takes what it read."""
+    sources = _sources(work)
+    if sources and work.facts_ahead is None:
+        work.facts_ahead = asyncio.ensure_future(_facts_of(ctx, list(sources.values())))
+
+
+def drop_facts_ahead(work: EpisodeWork) -> None:
+    """Let go of a read ahead that was not taken (resolution failed first)."""
+    ahead, work.facts_ahead = work.facts_ahead, None
+    if ahead is None:
+        return
+    if ahead.done() and not ahead.cancelled():
+        ahead.exception()  # retrieved: the failure that counts is resolution's
+    else:
+        ahead.cancel()
+
+
 async def existing_facts(
     ctx: IngestContext, work: EpisodeWork
 ) -> tuple[list[dict[str, Any]], dict[str, str]]:
-    """The current facts of the episode's subjects, and the summaries of its entities
-    that already exist, in one round trip."""
+    """The current facts of the episode's subjects (those read ahead, and the others),
+    and the summaries of its entities that already exist, in one round trip."""
+    read: dict[str, list[dict[str, Any]]] = {}
+    if work.facts_ahead is not None:
+        ahead, work.facts_ahead = work.facts_ahead, None
+        read = await ahead
+    sources = {k: v for k, v in _sources(work).items() if k not in read}
     batch = queries.Batch()
-    # RecordID is not hashable: deduplicate by its text.
-    sources = {str(f.source.record): f.source.record for f in work.facts if f.source.record}
     for source in sources.values():
         batch.add(queries.FACTS_OF_SOURCE, source=source)
     known = {str(d.record): d.record for d in work.entities if d.record and not d.is_new}
     for record in known.values():
         batch.add(queries.ENTITY_SUMMARY, id=record)
-    if not len(batch):
-        return [], {}
-    results = await ctx.store.query(batch.sql, batch.params)
-    facts = [row for rows in results[: len(sources)] for row in rows or []]
+    results = await ctx.store.query(batch.sql, batch.params) if len(batch) else []
+    read.update((key, rows or []) for key, rows in zip(sources, results, strict=False))
+    facts = [row for key in _sources(work) for row in read[key]]
     summaries = {str(r["id"]): r.get("summary") or "" for r in results[len(sources) :] if r}
     return facts, summaries
 

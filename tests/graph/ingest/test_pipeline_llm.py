@@ -445,3 +445,41 @@ async def test_the_jobs_progress_is_written_with_each_episode_written(graph, llm
     row = await graph.query_one("SELECT progress, total, counts FROM ONLY $id", {"id": job["id"]})
     assert (row["progress"], row["total"]) == (2, 2)
     assert (row["counts"]["episodes"], row["counts"]["episodes_failed"]) == (1, 1)
+
+
+async def test_the_facts_of_a_subject_known_by_name_are_read_while_new_names_embed(
+    graph, llm
+) -> None:
+    """Alice is known by her name: her facts are read while Beta Inc's name and the fact
+    are still embedding, not after; the episode is resolved against them all the same."""
+    await run(graph, [ACME], client(llm))
+
+    class Timed(Sent):
+        read_at: list[float] = []
+
+        async def query(self, sql, params=None):
+            if sql.lstrip().startswith("SELECT * OMIT fact_embedding FROM relates_to"):
+                Timed.read_at.append(time.monotonic())
+            return await super().query(sql, params)
+
+    class SlowNames(Recording):
+        ended: list[float] = []
+
+        def embed(self, texts):
+            vectors = super().embed(texts)
+            time.sleep(0.5)
+            SlowNames.ended.append(time.monotonic())
+            return vectors
+
+    embedder = SlowNames()
+    job = await jobs.job_create(graph, kind="ingest_episode")
+    report = await ingest_job(Timed(graph), job["id"], [BETA], embedder=embedder,
+                              llm=client(llm))
+    assert report.counts["episodes"] == 1 and report.counts["facts_created"] == 1
+    ((_, texts),) = embedder.calls
+    assert "Beta Inc" in texts and "Alice" not in texts
+    assert len(Timed.read_at) == 1 and Timed.read_at[0] < SlowNames.ended[0]
+    facts = await graph.query_one(
+        "SELECT VALUE out.name FROM relates_to WHERE in.name = 'Alice' AND expired_at = NONE"
+    )
+    assert sorted(facts) == ["Acme Corp", "Beta Inc"]  # the one ended, as without reading ahead
