@@ -13,8 +13,9 @@ from the database and rebuilt from it whenever it is missing:
 
 Every process on the machine maps the same files. One writer applies the change feed
 (`indexer`: the indexer process, or each searching process in turn when none runs),
-commits, and writes the manifest last (`layout`); readers take up a new manifest on
-their next search (`cache`). Searches read the ranked candidates back from the
+publishes what it put (tantivy's text is committed when due; until then readers search
+the `tail` of text put since), and writes the manifest last (`layout`); readers take up
+a new manifest on their next search (`cache`). Searches read the ranked candidates back from the
 database, so a result is never a stale row. `unit_vectors` keeps the passage vectors of
 episodes that a query quotes.
 """
