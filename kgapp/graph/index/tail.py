@@ -10,8 +10,7 @@ opens an index whose manifest names a tail puts its texts into tantivy again
 (`read_entries`), then commits. A manifest with a tail is trusted only on the boot that
 wrote it (`layout.trusted`): its files were not yet synced to the disk.
 
-One line per entry, JSON: `[row, [texts...], masks]` for a put, `[row]` for a delete.
-`masks` says whether the row had committed text, which the entry replaces.
+One line per entry, JSON: `[row, [texts...]]` for a put, `[row]` for a delete.
 """
 
 from __future__ import annotations
@@ -35,11 +34,10 @@ PATTERN = "tail-*.jsonl"
 class Entry:
     row: int
     texts: tuple[str, ...] | None  # None: deleted
-    masks: bool  # the row has committed text, which this entry replaces or deletes
 
 
 def _line(entry: Entry) -> bytes:
-    raw = [entry.row] if entry.texts is None else [entry.row, list(entry.texts), entry.masks]
+    raw = [entry.row] if entry.texts is None else [entry.row, list(entry.texts)]
     return (json.dumps(raw, ensure_ascii=False) + "\n").encode()
 
 
@@ -54,10 +52,8 @@ def read_entries(path: Path, start: int, size: int) -> list[Entry]:
     entries = []
     for line in chunk.decode().splitlines():
         raw = json.loads(line)
-        if len(raw) == 1:
-            entries.append(Entry(int(raw[0]), None, True))
-        else:
-            entries.append(Entry(int(raw[0]), tuple(str(t) for t in raw[1]), bool(raw[2])))
+        texts = tuple(str(t) for t in raw[1]) if len(raw) > 1 else None
+        entries.append(Entry(int(raw[0]), texts))
     return entries
 
 
@@ -119,7 +115,6 @@ class TailTerms:
         self.path: Path | None = None
         self.read_bytes = 0
         self.docs: dict[int, list[Counter[str]] | None] = {}
-        self.masking: set[int] = set()  # rows whose committed text must not be found
         self.postings: list[dict[str, set[int]]] = [{} for _ in self.fields]
         self.lengths = [0] * len(self.fields)  # tokens in the tail's live documents
 
@@ -155,8 +150,6 @@ class TailTerms:
                 for term in counts:
                     self.postings[number][term].discard(entry.row)
                 self.lengths[number] -= counts.total()
-        if entry.masks:
-            self.masking.add(entry.row)
         if entry.texts is None:
             self.docs[entry.row] = None
             return

@@ -62,13 +62,13 @@ class TextWriter:
         self.writer.add_document(document)
         self.pending = True
         if log:
-            self.log.add(Entry(row, tuple(texts), replace))
+            self.log.add(Entry(row, tuple(texts)))
 
     def delete(self, row: int, *, log: bool = True) -> None:
         self.writer.delete_documents_by_term("row", row)
         self.pending = True
         if log:
-            self.log.add(Entry(row, None, True))
+            self.log.add(Entry(row, None))
 
     def delete_from(self, row: int) -> None:
         """Delete the documents of every row from `row` on, if there are any."""
@@ -173,19 +173,24 @@ class TextReader:
 
     def _committed(self, query: tantivy.Query, limit: int) -> tuple[np.ndarray, np.ndarray, bool]:
         """The best `limit` committed documents of rows the tail does not hold, by score,
-        and whether more may match (asked for as many more as the tail hides; a row of
-        the tail is in a commit taken up after the manifest named the tail)."""
+        and whether more may match (asked for again, more, while the tail hid too many; a
+        row of the tail is in a commit taken up after the manifest named the tail)."""
         searcher = self.index.searcher()
-        ask = limit + len(self.tail.masking)
-        found = searcher.search(query, ask, count=True)
-        addresses = [address for _, address in found.hits]
-        rows = np.asarray(searcher.fast_field_values("row", addresses), dtype=np.int64)
-        scores = np.asarray([score for score, _ in found.hits], dtype=np.float32)
-        total: int = getattr(found, "count", 0)  # asked for (count=True); not in tantivy's stub
-        if self.tail.docs:
-            kept = ~np.isin(rows, np.fromiter(self.tail.docs, dtype=np.int64))
-            rows, scores = rows[kept], scores[kept]
-        return rows, scores, total > len(addresses) or len(rows) > limit
+        held = np.fromiter(self.tail.docs, dtype=np.int64, count=len(self.tail.docs))
+        ask = max(limit, 1)
+        while True:
+            found = searcher.search(query, ask, count=True)
+            addresses = [address for _, address in found.hits]
+            rows = np.asarray(searcher.fast_field_values("row", addresses), dtype=np.int64)
+            scores = np.asarray([score for score, _ in found.hits], dtype=np.float32)
+            total: int = getattr(found, "count", 0)  # asked for; not in tantivy's stub
+            if len(held):
+                kept = ~np.isin(rows, held)
+                rows, scores = rows[kept], scores[kept]
+            unread = total > len(addresses)
+            if len(rows) >= limit or not unread:
+                return rows, scores, unread or len(rows) > limit
+            ask *= 4
 
     def _with_tail(
         self, rows: np.ndarray, scores: np.ndarray, wanted: list[str], among: set[int] | None

@@ -91,6 +91,25 @@ def test_the_tail_and_the_commit_rank_as_one_index(tmp_path: Path) -> None:
         writer.close()
 
 
+def test_committed_documents_the_tail_replaced_do_not_take_the_places_asked_for(
+    tmp_path: Path,
+) -> None:
+    """Twenty rows committed with "alpha", fifteen rewritten in the tail: asked for three,
+    a reader still gets three of the five left (asking tantivy again for more)."""
+    writer, reader = open_pair(tmp_path)
+    for row in range(20):
+        writer.put(row, ["alpha", ""], replace=False)
+    writer.commit()
+    for row in range(15):
+        writer.put(row, ["beta", ""], replace=True)
+    take_up(reader, writer, 1)
+    rows, _, more = reader.search("alpha", 3)
+    assert len(rows) == 3 and set(rows.tolist()) <= set(range(15, 20)) and more
+    assert sorted(reader.matching("alpha", 10).tolist()) == list(range(15, 20))
+    assert sorted(reader.matching("beta", 3).tolist()) == [0, 1, 2]
+    writer.close()
+
+
 WORDS = ("alpha", "beta", "gamma", "delta")
 TEXTS = st.lists(st.sampled_from(WORDS), min_size=1, max_size=4).map(" ".join)
 STEP = st.one_of(
