@@ -70,6 +70,11 @@ def test_tantivy_ranks_by_the_bm25_formula(tmp_path: Path) -> None:
     writer.close()
     reader = TextReader(tmp_path, ("fact",))
     reader.reload()
+    ranks_docs_by_the_formula(reader)
+
+
+def ranks_docs_by_the_formula(reader: TextReader) -> None:
+    """The reader, holding DOCS, scores each by BM25 as computed here."""
     for query in ("acme", "works carol", "Founders of ACME"):
         rows, scores, more = reader.search(query, 10)
         expected = expected_bm25(DOCS, query)
