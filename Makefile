@@ -19,10 +19,11 @@ lint: setup ## ruff, eslint, import-linter and mypy only
 	.venv/bin/lint-imports
 	.venv/bin/mypy
 
-lifecycle: setup ## Lifecycle properties, long run: 200 random upload/re-upload/delete/fact/merge sequences, and their export round trip (LIFECYCLE_EXAMPLES=n)
-	KG_LIFECYCLE_EXAMPLES=$(or $(LIFECYCLE_EXAMPLES),200) .venv/bin/python -m pytest \
+lifecycle: setup ## Lifecycle properties, long run: 200 random upload/re-upload/delete/fact/merge sequences, their export round trip, and the search index's writes/passes/deaths (LIFECYCLE_EXAMPLES=n)
+	KG_LIFECYCLE_EXAMPLES=$(or $(LIFECYCLE_EXAMPLES),200) KG_TAIL_EXAMPLES=$(or $(LIFECYCLE_EXAMPLES),200) \
+	  .venv/bin/python -m pytest \
 	  tests/graph/ingest/test_lifecycle_property.py tests/graph/export/test_export_property.py \
-	  -q -p no:cacheprovider --timeout 0
+	  tests/graph/index/test_tail.py -q -p no:cacheprovider --timeout 0
 
 truth: setup ## Graph truth: the graph scored against the gold set and Re-DocRED (TRUTH_ARGS="--half dev --show")
 	.venv/bin/python bench/truth.py $(TRUTH_ARGS)

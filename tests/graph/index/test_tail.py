@@ -6,18 +6,26 @@ next, which commits it; and a tail is not trusted after the machine restarts."""
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import json
+import os
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
+from surrealdb.data.types.record_id import RecordID
 
-from kgapp.graph.index import indexer, layout, tenant_index
+from kgapp.graph import queries, schema
+from kgapp.graph.index import fact_index, indexer, layout, tenant_index
 from kgapp.graph.index.text import TextReader, TextWriter
+from kgapp.graph.namespaces import namespace_remove
+from kgapp.graph.store import Pool, StoreConfig, TenantStore
+from tests.conftest import unique_slug
 from tests.graph.index.test_search_index import (
     DOCS,
+    SCHEMA,
     add_fact,
     at,
     facts_store,
@@ -255,3 +263,112 @@ async def test_an_indexer_that_stops_commits_its_tail(migrated_store, store_conf
     assert on_disk(store).synced and tails(store) == []
     forget_this_process()
     assert await found(store, "Quantum") == ["Ada joined Quantum Labs."]
+
+
+# --- the indexer, as a property ------------------------------------------------------------
+
+INDEX_EXAMPLES = int(os.environ.get("KG_TAIL_EXAMPLES", "8"))
+INDEX_STEP = st.tuples(
+    st.sampled_from(["write", "write", "delete", "pass", "pass", "idle", "die"]),
+    st.integers(0, 3),
+    st.sampled_from(WORDS),
+)
+
+
+class IndexScenario:
+    """Facts written, rewritten and deleted in a fresh tenant, between the passes of an
+    indexer's writer (committing only when idle), which may die and be replaced (reading
+    the feed from its cursor only, so a tail it left comes from its file alone)."""
+
+    def __init__(self, config: StoreConfig) -> None:
+        self.config = config
+        self.texts: dict[str, str] = {}  # the facts in the database
+        self.indexed: dict[str, str] = {}  # as of the last pass
+
+    async def run(self, steps: list[tuple[str, int, str]]) -> None:
+        namespace = "t_" + unique_slug("tail").replace("-", "_")
+        pool = Pool(self.config, namespace)
+        store = TenantStore(pool)
+        try:
+            await schema.migrate(store, schema.load_migrations(SCHEMA), embedding_dim=384)
+            await store.query(
+                queries.ENTITIES_BULK_INSERT,
+                {
+                    "rows": [
+                        {
+                            "id": RecordID("entity", key),
+                            "name": key,
+                            "canonical_name": key,
+                            "entity_type": "Person",
+                            "summary": "",
+                        }
+                        for key in ("ada", "orbital")
+                    ]
+                },
+            )
+            directory = layout.tenant_dir(namespace)
+            writer = indexer.TenantWriter(directory, namespace, checkpoint_every=3600)
+            await writer.run_pass(store)
+            for action, number, word in steps:
+                writer = await self.step(store, writer, action, f"f{number}", word)
+                await self.check(store)
+            writer.close()
+        finally:
+            await pool.close()
+            root = TenantStore(Pool(self.config, None))
+            await namespace_remove(root, namespace)
+            await root._pool.close()
+
+    async def step(self, store, writer, action: str, key: str, word: str):
+        if action == "write":
+            text = f"Ada {word} {key}."
+            if key in self.texts:
+                await store.query(f"UPDATE relates_to:{key} SET fact = $text;", {"text": text})
+            else:
+                await add_fact(store, key, text, "orbital", at(2024, 1, 1))
+            self.texts[key] = text
+        elif action == "delete" and key in self.texts:
+            await store.query(f"DELETE relates_to:{key};")
+            del self.texts[key]
+        elif action in ("pass", "idle"):
+            await writer.run_pass(store)
+            if action == "idle":
+                await writer.run_pass(store)  # nothing new: commits
+                assert on_disk(store).synced
+            self.indexed = dict(self.texts)
+        elif action == "die":
+            for table in writer.tables.values():
+                table.text._writer = None
+            writer = indexer.TenantWriter(writer.directory, writer.namespace, checkpoint_every=3600)
+            lookback, indexer.FEED_LOOKBACK = indexer.FEED_LOOKBACK, 0.0
+            try:
+                await writer.run_pass(store)
+            finally:
+                indexer.FEED_LOOKBACK = lookback
+            self.indexed = dict(self.texts)
+        return writer
+
+    async def check(self, store) -> None:
+        """Each word is found in exactly the facts whose text, as of the last pass, holds
+        it: by this process's reader, kept across passes."""
+        index = await fact_index(store)
+        for word in WORDS:
+            want = sorted(f"relates_to:{k}" for k, t in self.indexed.items() if word in t)
+            assert sorted(index.matching(word, 50)) == want, (word, self.indexed)
+
+
+def test_any_writes_passes_and_deaths_leave_the_index_finding_the_latest_text(
+    store_config, indexer_elsewhere
+) -> None:
+    @settings(
+        max_examples=INDEX_EXAMPLES,
+        deadline=None,
+        phases=[Phase.explicit, Phase.generate],
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+    )
+    @given(st.lists(INDEX_STEP, min_size=1, max_size=10))
+    @example([("write", 0, "alpha"), ("pass", 0, ""), ("write", 0, "beta"), ("die", 0, "")])
+    def check(steps) -> None:
+        asyncio.run(IndexScenario(store_config).run(steps))
+
+    check()
