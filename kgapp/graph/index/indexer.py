@@ -247,7 +247,6 @@ class TenantWriter:
     def checkpoint(self) -> None:
         """Commit and sync what passes published without (a writer that stops)."""
         if self.manifest is not None and self.unsynced_since is not None:
-            self.unsynced_since = -math.inf
             self._commit(datetime.fromisoformat(self.manifest.applied), False)
 
     def close(self) -> None:

@@ -150,9 +150,11 @@ class TextReader:
             )
             for term in wanted
         ]
-        rows, scores, _ = self._committed(tantivy.Query.boolean_query(clauses), limit)
+        searcher = self.index.searcher()
+        rows, scores, _ = self._committed(searcher, tantivy.Query.boolean_query(clauses), limit)
         if self.tail.docs:
-            rows, scores = self._with_tail(rows, scores, wanted, self.tail.matching(wanted))
+            matching = self.tail.matching(wanted)
+            rows, scores = self._with_tail(searcher, rows, scores, wanted, matching)
         return rows[:limit]
 
     def search(self, query: str, limit: int) -> tuple[np.ndarray, np.ndarray, bool]:
@@ -166,16 +168,18 @@ class TextReader:
             for field in self.fields
             for term in wanted
         ]
-        rows, scores, more = self._committed(tantivy.Query.boolean_query(clauses), limit)
+        searcher = self.index.searcher()
+        rows, scores, more = self._committed(searcher, tantivy.Query.boolean_query(clauses), limit)
         if self.tail.docs:
-            rows, scores = self._with_tail(rows, scores, wanted, None)
+            rows, scores = self._with_tail(searcher, rows, scores, wanted, None)
         return rows[:limit], scores[:limit], more or len(rows) > limit
 
-    def _committed(self, query: tantivy.Query, limit: int) -> tuple[np.ndarray, np.ndarray, bool]:
+    def _committed(
+        self, searcher: tantivy.Searcher, query: tantivy.Query, limit: int
+    ) -> tuple[np.ndarray, np.ndarray, bool]:
         """The best `limit` committed documents of rows the tail does not hold, by score,
         and whether more may match (asked for again, more, while the tail hid too many; a
         row of the tail is in a commit taken up after the manifest named the tail)."""
-        searcher = self.index.searcher()
         held = np.fromiter(self.tail.docs, dtype=np.int64, count=len(self.tail.docs))
         ask = max(limit, 1)
         while True:
@@ -193,11 +197,15 @@ class TextReader:
             ask *= 4
 
     def _with_tail(
-        self, rows: np.ndarray, scores: np.ndarray, wanted: list[str], among: set[int] | None
+        self,
+        searcher: tantivy.Searcher,
+        rows: np.ndarray,
+        scores: np.ndarray,
+        wanted: list[str],
+        among: set[int] | None,
     ) -> tuple[np.ndarray, np.ndarray]:
         """The committed rows and the tail's (those `among`, if given) by score, best
         first (ties by row)."""
-        searcher = self.index.searcher()
         tail_rows, tail_scores = self.tail.scores(
             wanted, lambda field, term: int(searcher.doc_freq(field, term)), searcher.num_docs
         )

@@ -37,12 +37,19 @@ def _sources(work: EpisodeWork) -> dict[str, RecordID]:
     }
 
 
-async def _facts_of(ctx: IngestContext, sources: list[RecordID]) -> dict[str, list[dict[str, Any]]]:
-    batch = queries.Batch()
-    for source in sources:
+def _read_facts(batch: queries.Batch, sources: dict[str, RecordID]) -> None:
+    """The current facts of each subject: one statement each, answered in order."""
+    for source in sources.values():
         batch.add(queries.FACTS_OF_SOURCE, source=source)
-    results = await ctx.store.query(batch.sql, batch.params) if sources else []
-    return {str(s): rows or [] for s, rows in zip(sources, results, strict=True)}
+
+
+async def _facts_of(
+    ctx: IngestContext, sources: dict[str, RecordID]
+) -> dict[str, list[dict[str, Any]]]:
+    batch = queries.Batch()
+    _read_facts(batch, sources)
+    results = await ctx.store.query(batch.sql, batch.params)
+    return {key: rows or [] for key, rows in zip(sources, results, strict=True)}
 
 
 def read_facts_ahead(ctx: IngestContext, work: EpisodeWork) -> None:
@@ -50,7 +57,7 @@ def read_facts_ahead(ctx: IngestContext, work: EpisodeWork) -> None:
     of resolution runs; `existing_facts` takes what it read."""
     sources = _sources(work)
     if sources and work.facts_ahead is None:
-        work.facts_ahead = asyncio.ensure_future(_facts_of(ctx, list(sources.values())))
+        work.facts_ahead = asyncio.ensure_future(_facts_of(ctx, sources))
 
 
 def drop_facts_ahead(work: EpisodeWork) -> None:
@@ -73,16 +80,16 @@ async def existing_facts(
     if work.facts_ahead is not None:
         ahead, work.facts_ahead = work.facts_ahead, None
         read = await ahead
-    sources = {k: v for k, v in _sources(work).items() if k not in read}
+    wanted = _sources(work)
+    sources = {k: v for k, v in wanted.items() if k not in read}
     batch = queries.Batch()
-    for source in sources.values():
-        batch.add(queries.FACTS_OF_SOURCE, source=source)
+    _read_facts(batch, sources)
     known = {str(d.record): d.record for d in work.entities if d.record and not d.is_new}
     for record in known.values():
         batch.add(queries.ENTITY_SUMMARY, id=record)
     results = await ctx.store.query(batch.sql, batch.params) if len(batch) else []
-    read.update((key, rows or []) for key, rows in zip(sources, results, strict=False))
-    facts = [row for key in _sources(work) for row in read[key]]
+    read.update(zip(sources, (rows or [] for rows in results[: len(sources)]), strict=True))
+    facts = [row for key in wanted for row in read[key]]
     summaries = {str(r["id"]): r.get("summary") or "" for r in results[len(sources) :] if r}
     return facts, summaries
 
