@@ -804,7 +804,7 @@ LIMIT $limit;
 
 ENTITY_GET = """
 SELECT id, name, canonical_name, entity_type, summary, labels, attributes, first_seen_at,
-    last_seen_at, degree, merged_into, created_at,
+    last_seen_at, degree, merged_into, created_at, pinned ?? false AS pinned,
     (SELECT VALUE name FROM alias WHERE entity = $parent.id) AS aliases
 FROM ONLY $id;
 """
@@ -861,18 +861,27 @@ UPDATE retrieval SET
 WHERE count > 0 RETURN NONE;
 """
 
-GRAPH_TOP_ENTITIES = """
-SELECT id, name, entity_type, degree, summary, created_at FROM entity
-WHERE merged_into = NONE AND ($types = NONE OR entity_type IN $types)
-ORDER BY degree DESC LIMIT $limit;
+# What the explorer's first view ranks (kgapp/graph/search/salience.py): every current
+# entity's name, facts and pin, and the mention counts SurrealDB keeps in the
+# `entity_mentions` view (schema/0020; reading it is a scan of small rows, where
+# `count(<-mentions)` on each entity read its mentions' keys).
+GRAPH_STANDINGS = """
+SELECT id, name, degree, pinned FROM entity
+WHERE merged_into = NONE AND ($types = NONE OR entity_type IN $types);
+SELECT entity, mentions FROM entity_mentions;
 """
 
-GRAPH_ENTITY = "SELECT id, name, entity_type, degree, summary, created_at FROM ONLY $id;"
+_GRAPH_ENTITY_FIELDS = """id, name, entity_type, degree, summary, created_at, pinned,
+    count(<-mentions) AS mentions"""
+GRAPH_ENTITY = f"SELECT {_GRAPH_ENTITY_FIELDS} FROM ONLY $id;"
 # Many in one statement: each statement of a query pays about half a millisecond of its
 # own on two cores, more than reading a record (docs/surrealdb-notes.md). NONE: gone.
-GRAPH_ENTITIES = """
-RETURN $ids.map(|$id| (SELECT id, name, entity_type, degree, summary, created_at FROM ONLY $id));
+GRAPH_ENTITIES = f"""
+RETURN $ids.map(|$id| (SELECT {_GRAPH_ENTITY_FIELDS} FROM ONLY $id));
 """
+
+# An entity's pin; nothing when it is gone or merged away.
+PIN_ENTITY = "UPDATE $id SET pinned = $pinned WHERE merged_into = NONE RETURN id, name, entity_type, pinned;"
 
 # The first `$limit` facts (history included) out of each of `$outs` and into each of
 # `$intos`, one list an entity: the explorer filters on the four timestamps itself. One

@@ -130,6 +130,7 @@ class Entity(_EntityFields, total=False):
     first_seen_at: datetime
     last_seen_at: datetime
     created_at: datetime
+    pinned: bool
 
 
 class _EpisodeFields(TypedDict):

@@ -506,6 +506,10 @@ class SearchIn(TimeIn):
         )
 
 
+class PinIn(Schema):
+    pinned: bool = Field(description="true pins the entity into the first view; false unpins")
+
+
 class Lookup(Schema):
     q: str = Field(min_length=1, max_length=300)
     limit: int = Field(default=10, ge=1, le=100)
@@ -614,6 +618,7 @@ class EntityOut(RecordOut):
 
 class EntityDetailOut(EntityOut):
     canonical_name: str | None = None
+    pinned: bool = False
     aliases: list[str] = []
     labels: list[str] = []
     attributes: dict[str, Any] = {}
@@ -860,6 +865,12 @@ class NodeDataOut(RecordOut):
     label: str
     type: str
     degree: int = 0
+    mentions: int = Field(0, description="episodes that mention the entity")
+    named: bool = Field(False, description="whether its name reads as a proper name")
+    pinned: bool = Field(False, description="pinned by a curator: always in the first view")
+    salience: float = Field(
+        0, description="what the first view ranks by: mentions, facts, a proper name, a pin"
+    )
     summary: str = ""
     created_at: Stamp | None = None
     community: str | None = None

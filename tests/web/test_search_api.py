@@ -248,3 +248,35 @@ def test_layout_positions_for_large_graphs(two_tenants, make_user, token_client)
     stranger = token_client(make_user())
     assert stranger.post(f"{base}/layout", data=json.dumps({"count": 1, "edges": []}),
                          content_type="application/json").status_code == 404
+
+
+def test_a_curator_pins_an_entity_into_the_first_view(two_tenants, member, token_client) -> None:
+    (tenant, client, base), (_, client_b, base_b) = two_tenants
+    acme = next(e["id"] for e in client.get(f"{base}/entities?q=acme").json())
+    pin = f"{base}/entities/{acme}/pin"
+
+    def first(limit: int = 1) -> list[str]:
+        return [n["data"]["label"] for n in client.get(f"{base}/graph?limit={limit}").json()["nodes"]]
+
+    assert first()[0] == "Alice"  # the most salient: two facts, a proper name
+    # Editors upload; pins are a curator's.
+    assert client.post(pin, data=json.dumps({"pinned": True}),
+                       content_type="application/json").status_code == 403
+    curator = token_client(member(tenant, Role.CURATOR))
+    answer = curator.post(pin, data=json.dumps({"pinned": True}), content_type="application/json")
+    assert answer.status_code == 200 and answer.json()["pinned"] is True
+    assert first()[0] == "Acme Corp"
+    assert client.get(f"{base}/entities/{acme}").json()["pinned"] is True
+    node = next(n["data"] for n in client.get(f"{base}/graph").json()["nodes"] if n["data"]["id"] == acme)
+    assert node["pinned"] and node["salience"] >= 1000
+    # Unpinned, it takes its place again; a bad body or an unknown entity is refused.
+    curator.post(pin, data=json.dumps({"pinned": False}), content_type="application/json")
+    assert first()[0] == "Alice"
+    assert curator.post(pin, data=json.dumps({"pinned": "yes please"}),
+                        content_type="application/json").status_code == 422
+    missing = curator.post(f"{base}/entities/entity:nobody/pin", data=json.dumps({"pinned": True}),
+                           content_type="application/json")
+    assert missing.status_code == 404 and "no entity" in missing.json()["detail"]
+    # Another tenant's curator cannot reach this one's entities.
+    assert client_b.post(pin, data=json.dumps({"pinned": True}),
+                         content_type="application/json").status_code == 404

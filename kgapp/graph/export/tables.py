@@ -46,4 +46,6 @@ TABLES: tuple[ExportTable, ...] = (
 )
 BY_NAME = {table.name: table for table in TABLES}
 ORDER = {table.name: position for position, table in enumerate(TABLES)}
-NOT_EXPORTED = frozenset({"llm_cache", "schema_migration"})
+# entity_mentions: a view SurrealDB keeps from `mentions` (schema/0020), filled again
+# as the mentions are loaded.
+NOT_EXPORTED = frozenset({"llm_cache", "schema_migration", "entity_mentions"})

@@ -11,6 +11,7 @@ from surrealdb.data.types.record_id import RecordID
 from kgapp.graph import queries
 from kgapp.graph.records import Fact, as_fact, found, record_key
 from kgapp.graph.search.reads import facts_near, record_id
+from kgapp.graph.search.salience import Standing, most_salient
 from kgapp.graph.store import TenantStore
 from kgapp.graph.time import Moment
 
@@ -25,12 +26,12 @@ async def graph_elements(
     depth: int = 2,
 ) -> dict[str, list[dict[str, Any]]]:
     """A bounded subgraph as Cytoscape elements: around `seed` (`depth` hops), or the most
-    connected entities. Without a moment every fact comes with its four timestamps (the
+    salient entities (salience.py). Without a moment every fact comes with its four timestamps (the
     explorer filters in time itself); with one, only the facts visible then."""
     if seed is not None:
         nodes, facts = await _around(store, seed, limit=limit, moment=moment, depth=depth)
     else:
-        nodes, facts = await _most_connected(store, entity_types, limit=limit, moment=moment)
+        nodes, facts = await _most_salient(store, entity_types, limit=limit, moment=moment)
     await _read_ends(store, nodes, facts)
     if entity_types:
         nodes = {k: n for k, n in nodes.items() if n["entity_type"] in entity_types}
@@ -57,30 +58,45 @@ async def _around(
     return nodes, facts
 
 
-async def _most_connected(
+async def _most_salient(
     store: TenantStore, entity_types: Sequence[str], *, limit: int, moment: Moment | None
 ) -> tuple[dict[str, dict[str, Any]], list[Fact]]:
-    """The `limit` most connected entities (of `entity_types`, when given) and their
-    facts (those visible at `moment`, when given)."""
-    rows = (
-        await store.query_one(
-            queries.GRAPH_TOP_ENTITIES, {"types": list(entity_types) or None, "limit": limit}
-        )
-        or []
+    """The `limit` most salient entities (of `entity_types`, when given: see salience.py)
+    and their facts (those visible at `moment`, when given)."""
+    entities, counts = await store.query(
+        queries.GRAPH_STANDINGS, {"types": list(entity_types) or None}
     )
-    nodes = {record_key(r["id"]): r for r in rows}
-    facts = await _all_facts(store, [r["id"] for r in rows], limit * 4)
+    mentions = {record_key(row["entity"]): int(row["mentions"]) for row in counts or []}
+    standings = [
+        Standing(
+            key=record_key(row["id"]),
+            name=row["name"],
+            degree=int(row.get("degree") or 0),
+            mentions=mentions.get(record_key(row["id"]), 0),
+            pinned=bool(row.get("pinned")),
+        )
+        for row in entities or []
+    ]
+    chosen = [record_id(s.key) for s in most_salient(standings, limit)]
+    facts = await _all_facts(store, chosen, limit * 4)
     if moment is not None:
         facts = [f for f in facts if moment.shows(f)]
+    nodes: dict[str, dict[str, Any]] = {}
+    await _read_ends(store, nodes, facts, first=chosen)
     return nodes, facts
 
 
 async def _read_ends(
-    store: TenantStore, nodes: dict[str, dict[str, Any]], facts: list[Fact]
+    store: TenantStore,
+    nodes: dict[str, dict[str, Any]],
+    facts: list[Fact],
+    first: Sequence[RecordID] = (),
 ) -> None:
-    """Add to `nodes` the entities at the facts' ends not among them (in one round trip)."""
-    ends = {record_key(e) for f in facts for e in (f["source"], f["target"])}
-    missing = [record_id(key) for key in ends if key not in nodes]
+    """Add to `nodes` the entities `first`, then those at the facts' ends not among them
+    (in one round trip)."""
+    ends = [record_key(e) for e in first]
+    ends += [record_key(e) for f in facts for e in (f["source"], f["target"])]
+    missing = [record_id(key) for key in dict.fromkeys(ends) if key not in nodes]
     rows = await store.query_one(queries.GRAPH_ENTITIES, {"ids": missing}) if missing else []
     for row in rows or []:
         if row:
@@ -88,12 +104,23 @@ async def _read_ends(
 
 
 def _node(key: str, node: dict[str, Any], community: str | None) -> dict[str, Any]:
+    standing = Standing(
+        key=key,
+        name=node["name"],
+        degree=int(node.get("degree") or 0),
+        mentions=int(node.get("mentions") or 0),
+        pinned=bool(node.get("pinned")),
+    )
     return {
         "data": {
             "id": key,
             "label": node["name"],
             "type": node["entity_type"],
-            "degree": node.get("degree", 0),
+            "degree": standing.degree,
+            "mentions": standing.mentions,
+            "named": standing.named,
+            "pinned": standing.pinned,
+            "salience": standing.salience,
             "summary": node.get("summary", ""),
             "created_at": node.get("created_at"),
             "community": community,

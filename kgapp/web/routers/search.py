@@ -10,6 +10,7 @@ from ninja.errors import HttpError
 
 from kgapp import tasks
 from kgapp.graph import communities, layout
+from kgapp.graph.curation import pins
 from kgapp.graph.records import parse_record_id, to_json
 from kgapp.graph.search import diff, elements, history, reads
 from kgapp.graph.search.query import AnswerUnavailable
@@ -35,6 +36,7 @@ from kgapp.web.schemas import (
     LayoutOut,
     Lookup,
     Neighbourhood,
+    PinIn,
     QueryIn,
     QueryOut,
     RebuildIn,
@@ -78,6 +80,21 @@ def entity_detail(request: HttpRequest, tenant: str, entity_id: str) -> Any:
     access = tenant_access(request.user, tenant)
     return to_json(
         tenant_graph(access.tenant).run(reads.entity_get, parse_record_id(entity_id, "entity"))
+    )
+
+
+@router.post(
+    "/t/{tenant}/entities/{entity_id}/pin",
+    response={200: EntityDetailOut, 422: ErrorOut, **DENIED},
+    tags=["curation"],
+)
+def entity_pin(request: HttpRequest, tenant: str, entity_id: str, payload: PinIn) -> Any:
+    """Pin an entity into the explorer's first view, or unpin it (curators)."""
+    access = tenant_access(request.user, tenant, Role.CURATOR)
+    return to_json(
+        tenant_graph(access.tenant).run(
+            pins.pin_entity, parse_record_id(entity_id, "entity"), payload.pinned
+        )
     )
 
 
@@ -167,7 +184,7 @@ def fact_history(request: HttpRequest, tenant: str, fact_id: str) -> Any:
     "/t/{tenant}/graph", response={200: GraphOut, 422: ErrorOut, **DENIED}, exclude_unset=True
 )
 def graph(request: HttpRequest, tenant: str, params: Query[GraphIn]) -> Any:
-    """Cytoscape elements: around `seed`, or the most connected entities. Without
+    """Cytoscape elements: around `seed`, or the most salient entities. Without
     `as_of`/`known_at`, facts come with their whole history and four timestamps."""
     access = tenant_access(request.user, tenant)
     seed = parse_record_id(params.seed, "entity") if params.seed else None
