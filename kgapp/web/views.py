@@ -99,6 +99,7 @@ def _tenant_page(request: HttpRequest, template: str, **extra: object) -> HttpRe
         "tenant": access.tenant,
         "role": access.role.value,
         "can_edit": access.allows(Role.EDITOR),
+        "can_curate": access.allows(Role.CURATOR),
         "is_owner": access.allows(Role.OWNER),
         **extra,
     }

@@ -110,13 +110,15 @@ def test_compare_two_moments_highlights_lists_and_exports(
     browser.set_window_size(1440, 900)  # the README's screenshot
     open_explorer(browser, web_server, tenant.slug)
 
-    # The bar opens with the moments filled in: the valid slider is at now, so the start
-    # of the graph's history, and now.
+    # The bar opens with the moments filled in: the valid slider is at now, so the first
+    # half of the tenant's span against the second: the middle of its facts' times
+    # (2020-01-01 to 2024-05-01), and their end.
     browser.find_element(By.ID, "compare").click()
     assert browser.find_element(By.ID, "diff-bar").is_displayed()
     opened = browser.execute_script(
         "return [document.getElementById('diff-from').value, document.getElementById('diff-to').value]")
-    assert opened[0].startswith("2020-01-01") and opened[1][:10] == datetime.now(UTC).date().isoformat()
+    middle = at(2020, 1, 1) + (at(2024, 5, 1) - at(2020, 1, 1)) / 2
+    assert opened == [middle.strftime("%Y-%m-%dT%H:%M"), "2024-05-01T00:00"], opened
 
     compare(browser, "valid", "2023-01-01T00:00:00", "2024-06-01T00:00:00")
     assert marked(browser) == {

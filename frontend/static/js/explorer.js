@@ -11,9 +11,11 @@ import { applyTime } from './explorer/time.js';
 import { clear, focusFact, loadGraph, merge, seed } from './explorer/elements.js';
 import { connect, seenAt } from './explorer/live.js';
 import { setup } from './explorer/controls.js';
+import { declutter, overlappingLabels } from './explorer/labels.js';
 
 // For tests, benchmarks and the console.
-const hook = { cy, state, applyTime, merge, layout, clear, seenAt, webgl: WEBGL };
+const hook = { cy, state, applyTime, merge, layout, clear, seenAt, webgl: WEBGL, declutter,
+  overlappingLabels };
 window.kgExplorer = hook;
 
 // The first view: around ?fact=<fact id> or ?seed=<entity id> when the address names one

@@ -1,9 +1,11 @@
 // The toolbar, the keyboard shortcuts and the graph's pointer events.
 
 import { state } from './state.js';
-import { $ } from './dom.js';
+import { $, api, root, status } from './dom.js';
 import { cy, nameNodesInView } from './graph.js';
-import { layout } from './layout.js';
+import { layout, settle } from './layout.js';
+import { declutterSoon } from './labels.js';
+import { isFold, unfold } from './fold.js';
 import { applyTime, drawHistogram, onSlider, play, STEPS } from './time.js';
 import { seed } from './elements.js';
 import { refreshPanel, showEntity, showFact } from './panel.js';
@@ -26,14 +28,34 @@ function hideSelected() {
   applyTime();
 }
 
+// Pin: the node stays where it is, and for a curator the pin is kept, so that the
+// entity is in the first view of everyone's explorer from then on.
 function pinSelected() {
-  cy.nodes(':selected').forEach((node) => {
+  cy.nodes(':selected').filter((node) => state.nodes.has(node.id())).forEach((node) => {
     const entry = state.nodes.get(node.id());
     entry.pinned = !entry.pinned;
     node.toggleClass('pinned', entry.pinned);
     if (entry.pinned) node.lock(); else node.unlock();
+    if (root.dataset.canCurate === 'true') keepPin(node.id(), entry.pinned);
   });
   applyTime();
+}
+
+async function keepPin(id, pinned) {
+  try {
+    await api(`/entities/${encodeURIComponent(id)}/pin`, {
+      method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ pinned }) });
+    cy.getElementById(id).data('pinned', pinned);
+    status(pinned ? 'Pinned: shown first from now on.' : 'Unpinned.');
+  } catch (error) {
+    status(`Could not keep the pin: ${error.message}`);
+  }
+}
+
+function openFold(id) {
+  const opened = unfold(id);
+  applyTime();
+  settle(opened);
 }
 
 function exportPng() {
@@ -72,18 +94,25 @@ export function setup() {
   $('show-history').addEventListener('change', () => { state.justEnded.clear(); applyTime(); });
   setupCommunities();
   $('valid-time').addEventListener('input', onSlider);
+  $('valid-time').addEventListener('input', refreshPanel);
   $('known-time').addEventListener('input', onSlider);
   $('known-time').addEventListener('input', refreshPanel);
   $('play').addEventListener('click', play);
   $('now').addEventListener('click', () => {
+    if (state.playing) play();
     $('valid-time').value = STEPS;
     $('known-time').value = STEPS;
     onSlider();
     refreshPanel();
   });
-  cy.on('tap', 'node', (event) => showEntity(event.target.id()));
-  cy.on('tap', 'edge', (event) => showFact(event.target.id()));
-  cy.on('dbltap', 'node', (event) => seed(event.target.id()));
+  cy.on('tap', 'node', (event) => {
+    if (isFold(event.target.id())) openFold(event.target.id());
+    else showEntity(event.target.id());
+  });
+  cy.on('tap', 'edge', (event) => { if (!event.target.hasClass('fold')) showFact(event.target.id()); });
+  cy.on('dbltap', 'node', (event) => { if (!isFold(event.target.id())) seed(event.target.id()); });
+  cy.on('mouseover', 'node', (event) => event.target.addClass('hover'));
+  cy.on('mouseout', 'node', (event) => event.target.removeClass('hover'));
   cy.on('mouseover', 'edge', (event) => event.target.addClass('labelled'));
   cy.on('mouseout', 'edge', (event) => event.target.removeClass('labelled'));
   cy.on('zoom', () => {
@@ -93,6 +122,7 @@ export function setup() {
       cy.edges().toggleClass('labelled', labelled);
     }
     if (state.large) nameNodesInView();
+    declutterSoon(150);
   });
   cy.on('pan', () => { if (state.large) nameNodesInView(); });
   document.addEventListener('keydown', (event) => {

@@ -11,7 +11,7 @@ import { $, api, root, status, text } from './dom.js';
 import { cy } from './graph.js';
 import { merge } from './elements.js';
 import { layout } from './layout.js';
-import { applyTime } from './time.js';
+import { applyTime, factExtent } from './time.js';
 import { showFact } from './panel.js';
 
 const KINDS = [['added', 'Added'], ['ended', 'Ended'], ['changed', 'Changed']];
@@ -22,14 +22,23 @@ const AXIS_NAMES = { valid: 'Valid time', known: 'As known at' };
 // <input type=datetime-local> holds UTC here (the explorer's times are all UTC).
 function readInput(input) { return inputMoment(input.value); }
 
-// The moment the axis's slider is at. At "now", `atNow`: the bar opens with the start
-// of the graph's span then (comparing now with now would show nothing).
-function sliderMoment(axis, atNow = Date.now()) {
-  const moment = axis === 'known' ? state.knownAt : state.asOf;
-  return moment === NEVER ? atNow : moment;
+// The span of an axis: the tenant's facts in valid time; from the first fact recorded
+// to now in system time.
+function axisSpan(axis) {
+  if (axis === 'known') return { low: state.knownSpan.start, high: Date.now() };
+  return factExtent() ?? { low: state.span.start, high: Date.now() };
 }
 
-function spanStart(axis) { return (axis === 'known' ? state.knownSpan : state.span).start; }
+// The moments a comparison opens with: where the axis's slider is, compared with the
+// end of the span; at "now", the first half of the tenant's span against the second
+// (its middle against its end).
+function defaultMoments(axis) {
+  const { low, high } = axisSpan(axis);
+  const end = Math.min(Date.now(), high);
+  const moment = axis === 'known' ? state.knownAt : state.asOf;
+  if (moment !== NEVER && moment < end) return [moment, end];
+  return [low + (end - low) / 2, end];
+}
 
 function openBar() {
   const bar = $('diff-bar');
@@ -37,9 +46,9 @@ function openBar() {
   bar.hidden = !opening;
   $('compare').setAttribute('aria-expanded', String(opening));
   if (!opening) return;
-  const axis = $('diff-axis').value;
-  $('diff-from').value = inputValue(sliderMoment(axis, spanStart(axis)));
-  $('diff-to').value = inputValue(Date.now());
+  const [from, to] = defaultMoments($('diff-axis').value);
+  $('diff-from').value = inputValue(from);
+  $('diff-to').value = inputValue(to);
   $('diff-from').focus();
 }
 
@@ -174,11 +183,13 @@ export function setupDiff() {
   $('diff-bar').addEventListener('submit', runDiff);
   $('diff-clear').addEventListener('click', clearDiff);
   $('diff-axis').addEventListener('change', () => {
-    const axis = $('diff-axis').value;
-    $('diff-from').value = inputValue(sliderMoment(axis, spanStart(axis)));
+    const [from, to] = defaultMoments($('diff-axis').value);
+    $('diff-from').value = inputValue(from);
+    $('diff-to').value = inputValue(to);
   });
   $('diff-from-slider').addEventListener('click', () => {
-    $('diff-from').value = inputValue(sliderMoment($('diff-axis').value));
+    const moment = $('diff-axis').value === 'known' ? state.knownAt : state.asOf;
+    $('diff-from').value = inputValue(moment === NEVER ? Date.now() : moment);
   });
 }
 

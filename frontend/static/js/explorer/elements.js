@@ -6,9 +6,15 @@ import { ms, NEVER } from '../time.js';
 import { state } from './state.js';
 import { $, api, status } from './dom.js';
 import { colourOf, communityColour, cy, tune } from './graph.js';
-import { layout, nearNeighbour } from './layout.js';
-import { applyTime, drawHistogram, factShown, setShown, viewpoint } from './time.js';
+import { layout, nearNeighbour, settle } from './layout.js';
+import { applyTime, drawHistogram, factShown, fitSpan, setShown, viewpoint } from './time.js';
 import { showEntity, showFact } from './panel.js';
+import { clearFolds, foldLeaves, unfoldHolding } from './fold.js';
+
+// An empty tenant says how to fill it, until its first entity arrives.
+function emptyHint() {
+  $('empty-hint').hidden = state.nodes.size > 0;
+}
 
 function nodeData(row) {
   const id = row.id;
@@ -19,17 +25,24 @@ function nodeData(row) {
   // Unknown creation time (a placeholder for a fact's end): treat as always known.
   if (row.created_at !== undefined) entry.created = row.created_at ? ms(row.created_at) : 0;
   entry.community = community;
+  if (row.pinned !== undefined) entry.pinned = Boolean(row.pinned);
   state.nodes.set(id, entry);
-  return {
+  const degree = row.degree ?? 0;
+  const data = {
     id,
     label: row.label ?? row.name ?? id,
     type,
     summary: row.summary ?? '',
-    degree: row.degree ?? 0,
+    degree,
+    // The server ranks by salience (kgapp/graph/search/salience.py); an entity that
+    // arrived live has only its facts to go by until the next load.
+    salience: row.salience ?? known?.ele?.data('salience') ?? Math.log2(1 + degree),
     colour: colourOf(type),
     community,
     communityColour: community ? communityColour(community) : '#c4c9cf',
   };
+  for (const field of ['named', 'mentions', 'pinned']) if (row[field] !== undefined) data[field] = row[field];
+  return data;
 }
 
 function edgeData(row) {
@@ -43,7 +56,6 @@ function edgeData(row) {
   // one fact share the root of this chain, and the panel lists them as one row.
   if (row.revision_of !== undefined) fact.revisionOf = row.revision_of ?? null;
   state.facts.set(row.id, fact);
-  if (fact.valid !== NEVER && fact.valid < state.span.start) state.span.start = fact.valid;
   if (fact.created !== NEVER && fact.created < state.knownSpan.start) state.knownSpan.start = fact.created;
   fact.data = {
     id: row.id, source: row.source, target: row.target, relation: row.relation,
@@ -72,6 +84,11 @@ export function merge(nodes, edges) {
       else if (factShown(row.id, fact, view) !== 'off') newEdges.set(row.id, fact.data);
     }
   });
+  // A new fact of a folded topic joins it to more than its entity: it leaves the fold.
+  for (const row of edges) {
+    if (newEdges.has(row.id)) { unfoldHolding(row.source); unfoldHolding(row.target); }
+  }
+  if (state.asOf === NEVER) fitSpan(); // the slider spans the facts (unless in use)
   if (!newNodes.size && !newEdges.size) return cy.collection();
   tune(state.nodes.size + state.facts.size);
   // A few new nodes start beside a neighbour already placed; many are laid out anew.
@@ -85,10 +102,12 @@ export function merge(nodes, edges) {
   const added = addedNodes.union(cy.add(edgeRows.map((data) => ({ group: 'edges', data }))));
   added.forEach((ele) => { (ele.isNode() ? state.nodes : state.facts).get(ele.id()).ele = ele; });
   if ($('by-community').checked) added.nodes().addClass('by-community');
+  emptyHint();
   return added;
 }
 
 export function clear() {
+  clearFolds();
   cy.elements().remove();
   for (const map of [state.nodes, state.facts, state.shown]) map.clear();
   state.visible = { nodes: 0, edges: 0 };
@@ -121,18 +140,22 @@ export async function loadGraph(params = 'limit=150') {
   const edges = body.edges.map((e) => e.data);
   const first = cy.elements().empty();
   const added = merge(nodes, edges);
-  state.span.end = state.knownSpan.end = Date.now();
+  state.knownSpan.end = Date.now();
   drawHistogram();
+  if (first) foldLeaves();
   applyTime();
   if (first) layout(null, { fit: true });
-  else if (added.nonempty()) layout(added);
+  else if (added.nonempty()) settle(added.nodes());
+  emptyHint();
   return added;
 }
 
 export async function seed(id) {
   status('Loading…');
   try {
+    const opened = unfoldHolding(id);
     await loadGraph(`seed=${encodeURIComponent(id)}&depth=${$('depth').value}&limit=60`);
+    if (opened.nonempty()) { applyTime(); settle(opened); }
     const node = cy.getElementById(id);
     cy.elements().unselect();
     node.select();
@@ -151,6 +174,8 @@ export async function focusFact(id) {
   status('Loading…');
   try {
     const fact = await api(`/facts/${encodeURIComponent(id)}`);
+    unfoldHolding(fact.source);
+    unfoldHolding(fact.target);
     await loadGraph(`seed=${encodeURIComponent(fact.source)}&depth=1&limit=60`);
     if (!state.facts.has(id)) {
       const ends = [[fact.source, fact.source_name], [fact.target, fact.target_name]];

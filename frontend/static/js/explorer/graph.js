@@ -1,15 +1,14 @@
-// The Cytoscape instance and how it draws: the styles, colours by type and community,
-// the legend, and the cheaper drawing of large graphs (names only on the nodes in view).
+// The Cytoscape instance and how it draws: the styles, colours by type (colours.js) and
+// community, the legend, and the cheaper drawing of large graphs (names only on the
+// nodes in view).
 
 import { state } from './state.js';
 import { $, root, text } from './dom.js';
-
-const PALETTE = ['#1f77b4', '#d62728', '#2ca02c', '#9467bd', '#e67e22', '#17becf',
-  '#8c564b', '#e377c2', '#7f7f7f', '#bcbd22'];
+import { COMMUNITY_PALETTE, typeColour } from './colours.js';
 
 export function colourOf(type) {
   if (!state.typeColours.has(type)) {
-    state.typeColours.set(type, PALETTE[state.typeColours.size % PALETTE.length]);
+    state.typeColours.set(type, typeColour(type));
     drawLegend();
   }
   return state.typeColours.get(type);
@@ -17,8 +16,11 @@ export function colourOf(type) {
 
 function drawLegend() {
   const legend = $('legend');
-  legend.replaceChildren(...[...state.typeColours].map(([type, colour]) => {
+  const types = [...state.typeColours].sort(([a], [b]) => a.localeCompare(b));
+  legend.replaceChildren(...types.map(([type, colour]) => {
     const item = text('li', type || 'Entity');
+    item.dataset.type = type;
+    item.dataset.colour = colour;
     const swatch = text('span', '', 'swatch');
     swatch.style.background = colour;
     item.prepend(swatch);
@@ -49,6 +51,13 @@ export const WEBGL = webglParam === null
   : webglParam === '1';
 
 const LARGE = 2000; // elements: beyond this, edges are drawn the cheap way
+// Names that would overlap a more salient one wait for a zoom or a hover (labels.js).
+// Rules later in the sheet win, so tune() appends these again after its own.
+const QUIET = [
+  { selector: 'node.quiet', style: { label: '' } },
+  { selector: 'node.quiet.hover, node.quiet:selected', style: { label: 'data(label)', 'z-index': 10 } },
+];
+const FOLD_EDGE = { 'line-style': 'dotted', 'target-arrow-shape': 'none', width: 1.5, 'curve-style': 'straight' };
 
 export const cy = window.cytoscape({
   container: $('graph'),
@@ -62,8 +71,14 @@ export const cy = window.cytoscape({
     { selector: 'node', style: {
       'background-color': 'data(colour)', label: 'data(label)', 'font-size': 11,
       'text-valign': 'bottom', 'text-margin-y': 3, color: '#1b1f24',
-      'text-outline-color': '#fff', 'text-outline-width': 2, width: 'mapData(degree, 0, 30, 14, 40)',
-      height: 'mapData(degree, 0, 30, 14, 40)', 'min-zoomed-font-size': 7 } },
+      'text-outline-color': '#fff', 'text-outline-width': 2, width: 'mapData(salience, 0, 16, 14, 40)',
+      height: 'mapData(salience, 0, 16, 14, 40)', 'text-wrap': 'ellipsis', 'text-max-width': 160 } },
+    ...QUIET,
+    // A fold of one entity's leaf topics (fold.js): a click opens it.
+    { selector: 'node.fold', style: { shape: 'round-rectangle', 'background-color': '#eef1f4',
+      'border-width': 1, 'border-color': '#8c959f', 'border-style': 'dashed', width: 22, height: 16,
+      color: '#57606a', 'font-style': 'italic' } },
+    { selector: 'edge.fold', style: FOLD_EDGE },
     { selector: 'edge', style: {
       width: 'mapData(confidence, 0, 1, 1, 5)', 'line-color': '#8c959f', 'curve-style': 'bezier',
       'target-arrow-shape': 'triangle', 'target-arrow-color': '#8c959f', 'arrow-scale': 0.8,
@@ -89,7 +104,7 @@ export const cy = window.cytoscape({
 
 export function communityColour(id) {
   if (!state.communityColours.has(id)) {
-    state.communityColours.set(id, PALETTE[state.communityColours.size % PALETTE.length]);
+    state.communityColours.set(id, COMMUNITY_PALETTE[state.communityColours.size % COMMUNITY_PALETTE.length]);
   }
   return state.communityColours.get(id);
 }
@@ -102,17 +117,20 @@ export function tune(size) {
   state.large = large;
   // Names are measured for every node that has one, so a large graph shows them only
   // on the nodes in view once zoomed in (see the zoom handler).
-  cy.style()
+  const sheet = cy.style();
+  sheet
     .selector('edge').style(large
       ? { 'curve-style': 'haystack', 'target-arrow-shape': 'none', 'haystack-radius': 0, width: 1 }
       : { 'curve-style': 'bezier', 'target-arrow-shape': 'triangle',
         width: 'mapData(confidence, 0, 1, 1, 5)' })
     .selector('node').style(large
       ? { label: '', width: 12, height: 12 }
-      : { label: 'data(label)', width: 'mapData(degree, 0, 30, 14, 40)',
-        height: 'mapData(degree, 0, 30, 14, 40)' })
+      : { label: 'data(label)', width: 'mapData(salience, 0, 16, 14, 40)',
+        height: 'mapData(salience, 0, 16, 14, 40)' })
     .selector('node.named, node:selected').style({ label: 'data(label)' })
-    .update();
+    .selector('edge.fold').style(FOLD_EDGE);
+  QUIET.forEach(({ selector, style }) => sheet.selector(selector).style(style));
+  sheet.update();
 }
 
 let naming = null;

@@ -1,9 +1,11 @@
 // Placing the nodes: fcose in the browser for small graphs and for new elements around
-// placed ones; a full layout of a large graph is computed by the server.
+// placed ones; a full layout of a large graph is computed by the server. New nodes (live
+// changes, an opened fold) settle in among the placed ones, which stay put.
 
 import { state } from './state.js';
 import { api, status } from './dom.js';
 import { cy, FORCE_LAYOUT } from './graph.js';
+import { declutter } from './labels.js';
 
 export function nearNeighbour(id, edges) {
   for (const edge of edges) {
@@ -23,15 +25,24 @@ export function nearNeighbour(id, edges) {
 // fcose needs seconds for thousands of nodes in the browser.
 const SERVER_LAYOUT = 1000;
 
+// What a full layout places: everything but the topics inside a fold (and their facts).
+function placeable() {
+  const inFolds = cy.nodes().filter((node) => Boolean(state.nodes.get(node.id())?.folded));
+  return cy.elements().not(inFolds).not(inFolds.connectedEdges());
+}
+
 export function layout(elements, { fit = false } = {}) {
-  const target = elements ?? cy.elements();
+  const target = elements ?? placeable();
   if (target.empty()) return;
   if (!elements && target.nodes().length > SERVER_LAYOUT) {
     serverLayout(target, fit);
     return;
   }
+  // Room for the names the nodes carry (labels.js sets their size against the zoom).
+  // Entities with no fact drawn are tiled: as far apart as a name is wide.
   const options = { name: FORCE_LAYOUT, animate: false, fit, randomize: !elements, nodeRepulsion: 6000,
-    idealEdgeLength: 90, quality: target.nodes().length > 500 ? 'draft' : 'default' };
+    idealEdgeLength: 90, nodeDimensionsIncludeLabels: true, tilingPaddingHorizontal: 70,
+    tilingPaddingVertical: 24, quality: target.nodes().length > 500 ? 'draft' : 'default' };
   if (elements) {
     // Lay out the new elements around the ones already placed, which stay put.
     const fixed = target.neighborhood().nodes().not(elements);
@@ -40,6 +51,39 @@ export function layout(elements, { fit = false } = {}) {
   } else {
     target.layout(options).run();
   }
+  declutter();
+}
+
+const SETTLE_ALL = 1000; // up to this many nodes, the new ones settle among all the others
+
+// New nodes settle in: each starts by the nodes it is joined to (or in view, when it
+// is joined to none placed), then a force layout moves the new ones only, the others
+// fixed where they are. With nothing placed yet, the graph is laid out whole.
+export function settle(arrived) {
+  const nodes = arrived.filter((node) => node.inside());
+  if (nodes.empty()) return;
+  const placed = cy.nodes().not(nodes).not('.gone');
+  if (placed.empty()) {
+    layout(null, { fit: true });
+    return;
+  }
+  const extent = cy.extent();
+  nodes.forEach((node) => {
+    const near = node.neighborhood('node').not(nodes);
+    if (near.nonempty()) {
+      const x = near.reduce((sum, n) => sum + n.position('x'), 0) / near.length;
+      const y = near.reduce((sum, n) => sum + n.position('y'), 0) / near.length;
+      node.position({ x: x + (Math.random() - 0.5) * 80, y: y + (Math.random() - 0.5) * 80 });
+    } else {
+      node.position({ x: extent.x1 + Math.random() * extent.w, y: extent.y1 + Math.random() * extent.h });
+    }
+  });
+  const around = placed.length + nodes.length <= SETTLE_ALL ? placed : nodes.neighborhood('node').not(nodes);
+  const target = nodes.union(around).union(nodes.connectedEdges());
+  target.layout({ name: FORCE_LAYOUT, animate: false, fit: false, randomize: false, nodeRepulsion: 6000,
+    idealEdgeLength: 90, nodeDimensionsIncludeLabels: true,
+    fixedNodeConstraint: around.map((n) => ({ nodeId: n.id(), position: { ...n.position() } })) }).run();
+  declutter();
 }
 
 async function serverLayout(target, fit) {

@@ -5,7 +5,7 @@ import { connectSocket } from '../socket.js';
 import { state } from './state.js';
 import { api, root, status, toast } from './dom.js';
 import { cy } from './graph.js';
-import { layout } from './layout.js';
+import { settle } from './layout.js';
 import { applyTime } from './time.js';
 import { forget, loadGraph, merge } from './elements.js';
 import { communityJob } from './communities.js';
@@ -23,12 +23,27 @@ function highlight(element) {
 
 const pendingNames = new Set();
 
+// New nodes settle into the layout together, a moment after the last of a burst arrives.
+const arrivals = new Set();
+let settling = null;
+function settleSoon(added) {
+  added.nodes().forEach((node) => { arrivals.add(node.id()); });
+  if (!arrivals.size) return;
+  clearTimeout(settling);
+  settling = setTimeout(() => {
+    const nodes = cy.collection([...arrivals].map((id) => cy.getElementById(id)).filter((n) => n.nonempty()));
+    arrivals.clear();
+    settle(nodes);
+    if (cy.nodes().length <= 40) cy.fit(cy.elements().not('.gone'), 60); // a small graph: all in view
+  }, 250);
+}
+
 async function fetchNode(id) {
   if (pendingNames.has(id)) return;
   pendingNames.add(id);
   try {
     const entity = await api(`/entities/${encodeURIComponent(id)}`);
-    merge([{ ...entity, id }], []);
+    settleSoon(merge([{ ...entity, id }], []));
   } catch { /* gone meanwhile */ } finally { pendingNames.delete(id); }
 }
 
@@ -45,23 +60,21 @@ function applyChange(change) {
     return;
   }
   if (change.table === 'entity') {
-    merge([{ ...data, id: change.record }], []);
+    settleSoon(merge([{ ...data, id: change.record }], []));
     highlight(state.nodes.get(change.record).ele);
   } else if (change.table === 'relates_to') {
     const row = { ...data, id: change.record, source: data.in, target: data.out };
     const wasOn = state.shown.get(change.record) === 'on';
     for (const end of [row.source, row.target]) {
       if (end && !state.nodes.has(end)) {
-        merge([{ id: end, name: '…', entity_type: 'Entity' }], []);
+        settleSoon(merge([{ id: end, name: '…', entity_type: 'Entity' }], []));
         fetchNode(end);
       }
     }
     const added = merge([], [row]);
     if (wasOn && data.expired_at) state.justEnded.add(change.record);
-    if (added.nonempty()) {
-      layout(added.connectedNodes().union(added));
-      if (cy.nodes().length <= 40) cy.fit(cy.elements().not('.gone'), 60); // a small graph: all in view
-    }
+    // Nodes joined by a new fact move to it (those placed before it came stay put).
+    if (added.nonempty()) settleSoon(added.connectedNodes().filter((n) => arrivals.has(n.id())));
     highlight(state.facts.get(change.record).ele);
   }
 }
@@ -72,7 +85,7 @@ function scheduleApply() {
   applyQueued = true;
   requestAnimationFrame(() => {
     applyQueued = false;
-    state.span.end = state.knownSpan.end = Date.now();
+    state.knownSpan.end = Date.now();
     applyTime();
   });
 }

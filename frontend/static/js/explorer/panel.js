@@ -42,7 +42,8 @@ function believedAt(versions, knownAt) {
 }
 
 // An entity's facts by relation, one row per fact lineage: its version as known at the
-// chosen system time, with its validity bar; the earlier versions open from the row.
+// chosen system time, with its validity bar, marked when at the chosen valid time it is
+// not yet true or already over; the earlier versions open from the row.
 function factRows(entity) {
   const knownAt = state.knownAt === NEVER ? Date.now() : state.knownAt;
   const lineages = new Map();
@@ -70,16 +71,30 @@ function factRows(entity) {
     section.append(list);
   }
   if (!byRelation.size) section.append(text('p', 'No facts known at this moment.', 'muted'));
+  if (state.asOf !== NEVER) section.prepend(text('p', `As of ${fmt(state.asOf)}:`, 'muted as-of'));
   return section;
+}
+
+// Where a fact stands at the valid time in view: not yet true, true, or over.
+function standing(fact) {
+  const asOf = state.asOf === NEVER ? Date.now() : state.asOf;
+  if (fact.valid > asOf) return ['not-yet', `not yet valid: from ${fmt(fact.valid)}`];
+  if (fact.invalid <= asOf) return ['ended', `ended ${fmt(fact.invalid)}`];
+  return ['holds', ''];
 }
 
 function factRow(id, fact, versions) {
   const item = text('li');
   item.dataset.fact = id;
+  const [where, said] = standing(fact);
+  item.dataset.standing = where;
+  item.classList.add(where);
   const link = text('button', fact.data.fact, 'linkish');
   link.type = 'button';
   link.addEventListener('click', () => showFact(id));
-  item.append(link, validityBar(fact));
+  item.append(link);
+  if (said) item.append(text('span', ` (${said})`, 'standing muted'));
+  item.append(validityBar(fact));
   if (versions.length > 1) {
     const more = text('details', '', 'versions');
     more.append(text('summary', `${versions.length} versions`));

@@ -10,7 +10,8 @@ export const state = {
   // (ended, not yet known, filtered out) costs Cytoscape nothing until then. The rest
   // are added while the browser is idle, so that scrubbing later adds nothing.
   facts: new Map(),
-  nodes: new Map(), // id -> {ele, created, hidden, pinned, community}
+  nodes: new Map(), // id -> {ele, created, hidden, pinned, community, folded (its fold's id)}
+  folds: new Map(), // fold node id -> {hub, members: Set of entity ids} (fold.js)
   typeColours: new Map(),
   communityColours: new Map(),
   span: { start: Date.now() - 86400000, end: Date.now() }, // valid time

@@ -8,8 +8,41 @@ import { NEVER, visible } from '../time.js';
 import { state } from './state.js';
 import { $, fmt } from './dom.js';
 import { cy } from './graph.js';
+import { declutterSoon } from './labels.js';
 
 export const STEPS = 1000;
+const DAY = 86400000;
+
+// When the tenant's facts begin and end (their valid times, both ends): null when it has
+// none loaded.
+export function factExtent() {
+  let [low, high] = [Infinity, -Infinity];
+  for (const fact of state.facts.values()) {
+    for (const moment of [fact.valid, fact.invalid]) {
+      if (Number.isFinite(moment)) {
+        low = Math.min(low, moment);
+        high = Math.max(high, moment);
+      }
+    }
+  }
+  return Number.isFinite(low) ? { low, high } : null;
+}
+
+// The valid-time slider spans the tenant's facts, with a margin of 3% (a day at least) on
+// each side; its last step is now, live. Without facts: the last day.
+export function fitSpan() {
+  const extent = factExtent();
+  const now = Date.now();
+  if (!extent) {
+    state.span = { start: now - DAY, end: now };
+    return;
+  }
+  const margin = Math.max(DAY, (extent.high - extent.low) * 0.03);
+  state.span = { start: extent.low - margin, end: Math.max(extent.high + margin, extent.low + DAY) };
+}
+
+// A folded leaf topic (fold.js) is drawn inside its fold, not on its own.
+function folded(id) { return Boolean(state.nodes.get(id)?.folded); }
 
 function sliderTime(value, span = state.span) {
   if (Number(value) >= STEPS) return NEVER;
@@ -58,16 +91,16 @@ export function applyTime() {
   cy.batch(() => {
     const first = [];
     for (const [id, fact] of state.facts) {
-      const next = factShown(id, fact, view);
+      let next = factShown(id, fact, view);
       linked.add(fact.source);
       linked.add(fact.target);
       if (next !== 'off') {
         live.add(fact.source);
         live.add(fact.target);
-        if (!fact.ele) first.push([fact, next]);
-      } else if (!fact.ele) {
-        later = true;
       }
+      if (folded(fact.source) || folded(fact.target)) next = 'off';
+      if (next !== 'off' && !fact.ele) first.push([fact, next]);
+      else if (!fact.ele) later = true;
       if (fact.ele || next === 'off') setShown(id, fact.ele, next);
     }
     if (first.length) {
@@ -82,8 +115,13 @@ export function applyTime() {
       // Known once recorded, or once a fact about it is (a fact's system time starts when
       // its episode arrived, which may be before its entities were written).
       const known = node.created <= view.knownAt || live.has(id);
-      const next = known && !node.hidden && (live.has(id) || node.pinned || !linked.has(id)) ? 'on' : 'off';
-      setShown(id, node.ele, next);
+      const drawn = known && !node.hidden && (live.has(id) || node.pinned || !linked.has(id));
+      setShown(id, node.ele, drawn && !node.folded ? 'on' : 'off');
+    }
+    // A fold is drawn while its entity is and one of its topics would be.
+    for (const [id, fold] of state.folds) {
+      const drawn = state.shown.get(fold.hub) === 'on' && [...fold.members].some((m) => live.has(m));
+      cy.getElementById(id).toggleClass('gone', !drawn);
     }
   });
   if (later) addHiddenWhenIdle();
@@ -92,6 +130,7 @@ export function applyTime() {
   $('known-time-label').textContent = state.knownAt === NEVER ? 'now'
     : new Date(knownAt).toISOString().slice(0, 19).replace('T', ' ');
   counts();
+  declutterSoon();
 }
 
 // Add the facts not shown yet to Cytoscape, hidden, a slice at a time while the
@@ -109,7 +148,8 @@ function addHiddenWhenIdle() {
     }
     const slice = [];
     for (const fact of state.facts.values()) {
-      if (!fact.ele && state.nodes.has(fact.source) && state.nodes.has(fact.target)) {
+      if (!fact.ele && state.nodes.has(fact.source) && state.nodes.has(fact.target)
+        && !folded(fact.source) && !folded(fact.target)) {
         slice.push({ group: 'edges', data: fact.data, classes: 'gone' });
         if (slice.length === 1500) break;
       }
@@ -141,7 +181,10 @@ export function setShown(id, element, next) {
 }
 
 function counts() {
-  $('counts').textContent = `${state.visible.nodes} entities · ${state.visible.edges} facts shown`;
+  let folded = 0;
+  for (const fold of state.folds.values()) folded += fold.members.size;
+  $('counts').textContent = `${state.visible.nodes} entities · ${state.visible.edges} facts shown`
+    + (folded ? ` · ${folded} topics folded` : '');
 }
 
 export function drawHistogram() {
@@ -186,7 +229,7 @@ export function play() {
   $('play').setAttribute('aria-pressed', 'true');
   state.playing = setInterval(() => {
     slider.value = Math.min(STEPS, Number(slider.value) + Number($('speed').value));
-    onSlider();
+    slider.dispatchEvent(new Event('input')); // the graph and the panel follow
     if (Number(slider.value) >= STEPS) play();
   }, 100);
 }
