@@ -273,9 +273,9 @@ async def load_export(store: TenantStore, lines: Iterator[bytes], progress: Prog
 
 
 class _Writes:
-    """Batches in flight, WRITERS at most, all of one table: a table's batches go out
-    together, and every one is written before the next table's (a relation after both
-    of its ends)."""
+    """Batches in flight, WRITERS at most (one for a `serial` table), all of one table:
+    a table's batches go out together, and every one is written before the next table's
+    (a relation after both of its ends)."""
 
     def __init__(self, store: TenantStore, progress: Progress) -> None:
         self.store, self.progress = store, progress
@@ -289,7 +289,7 @@ class _Writes:
         if table != self.table:
             await self.drain()
             self.table = table
-        while len(self.flying) >= WRITERS:
+        while len(self.flying) >= (1 if BY_NAME[table].serial else WRITERS):
             await self._landed(asyncio.FIRST_COMPLETED)
         self.flying.add(asyncio.ensure_future(_write(self.store, table, rows)))
 

@@ -7,7 +7,9 @@ before what points at it. Left out, on purpose:
 - `schema_migration`: the deployment's own record of its schema, made when the tenant is
   provisioned there (the header carries the version the export was made at);
 - `job` records of kind `import`: the act of loading a file into a deployment, not
-  part of what was loaded (so an export of an imported tenant equals the file loaded).
+  part of what was loaded (so an export of an imported tenant equals the file loaded);
+- `entity_mentions`: a view SurrealDB keeps from `mentions` (schema/0020), filled again
+  as the mentions are loaded.
 """
 
 from __future__ import annotations
@@ -22,6 +24,9 @@ class ExportTable:
     name: str
     relation: bool = False
     vectors: tuple[str, ...] = ()  # embedding fields, packed as float32
+    # Batches written one after another: SurrealDB keeps a view from this table, and two
+    # batches in flight at once would conflict on its rows (RocksDB: "Resource busy").
+    serial: bool = False
 
 
 TABLES: tuple[ExportTable, ...] = (
@@ -35,7 +40,7 @@ TABLES: tuple[ExportTable, ...] = (
     ExportTable("alias"),
     ExportTable("relates_to", relation=True, vectors=("fact_embedding",)),
     ExportTable("retrieval"),
-    ExportTable("mentions", relation=True),
+    ExportTable("mentions", relation=True, serial=True),
     ExportTable("occurred_after", relation=True),
     ExportTable("has_episode", relation=True),
     ExportTable("community", vectors=("summary_embedding",)),
@@ -46,6 +51,4 @@ TABLES: tuple[ExportTable, ...] = (
 )
 BY_NAME = {table.name: table for table in TABLES}
 ORDER = {table.name: position for position, table in enumerate(TABLES)}
-# entity_mentions: a view SurrealDB keeps from `mentions` (schema/0020), filled again
-# as the mentions are loaded.
 NOT_EXPORTED = frozenset({"llm_cache", "schema_migration", "entity_mentions"})

@@ -211,3 +211,49 @@ async def test_a_crafted_file_with_a_fresh_checksum_is_refused_too(
     with pytest.raises(ImportRefused, match=reason):
         await loaded(target, lines)
     assert all(not rows for rows in (await export_graph(target)).values())
+
+
+class _InFlight(TenantStore):
+    """The target store, counting the INSERTs of each table in flight at once."""
+
+    def __init__(self, store: TenantStore) -> None:
+        super().__init__(store._pool)
+        self.now: dict[str, int] = {}
+        self.most: dict[str, int] = {}
+
+    async def query(self, sql, params=None):
+        table = next((t.name for t in TABLES if f"INTO {t.name} " in sql), None)
+        if table is None:
+            return await super().query(sql, params)
+        self.now[table] = self.now.get(table, 0) + 1
+        self.most[table] = max(self.most.get(table, 0), self.now[table])
+        try:
+            return await super().query(sql, params)
+        finally:
+            self.now[table] -= 1
+
+
+async def test_mentions_load_one_batch_at_a_time_and_fill_their_view(migrated_store) -> None:
+    """SurrealDB keeps `entity_mentions` from the mentions: two batches in flight at once
+    conflict on its rows on RocksDB ("Resource busy"), so they go one after another, and
+    the view counts every mention loaded."""
+    from surrealdb.data.types.record_id import RecordID
+
+    from kgapp.graph import queries
+
+    source = await migrated_store()
+    entities = [RecordID("entity", f"e{i}") for i in range(40)]
+    await source.query(queries.ENTITIES_BULK_INSERT, {"rows": [
+        {"id": e, "name": f"Name {i}", "canonical_name": f"name {i}"} for i, e in enumerate(entities)]})
+    when = datetime(2024, 1, 1, tzinfo=UTC)
+    await source.query("INSERT INTO episode $rows RETURN NONE", {"rows": [
+        {"id": RecordID("episode", f"p{i}"), "content": f"said {i}", "content_hash": f"h{i}",
+         "source": "message", "valid_at": when} for i in range(300)]})
+    await source.query("INSERT RELATION INTO mentions $rows RETURN NONE", {"rows": [
+        {"in": RecordID("episode", f"p{i}"), "out": entities[(i * j) % 40]}
+        for i in range(300) for j in (1, 3)]})
+    counts = "SELECT VALUE [record::id(entity), mentions] FROM entity_mentions"
+    target = _InFlight(await migrated_store())
+    await loaded(target, await exported(source))
+    assert target.most["mentions"] == 1 and target.most["episode"] == 2
+    assert sorted(await target.query_one(counts)) == sorted(await source.query_one(counts))
