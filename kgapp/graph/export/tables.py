@@ -8,8 +8,8 @@ before what points at it. Left out, on purpose:
   provisioned there (the header carries the version the export was made at);
 - `job` records of kind `import`: the act of loading a file into a deployment, not
   part of what was loaded (so an export of an imported tenant equals the file loaded);
-- `entity_mentions`: a view SurrealDB keeps from `mentions` (schema/0020), filled again
-  as the mentions are loaded.
+- `entity_mentions` and `entity_standing`: views SurrealDB keeps from `mentions` and
+  `entity` (schema/0020), filled again as those are loaded.
 """
 
 from __future__ import annotations
@@ -51,4 +51,6 @@ TABLES: tuple[ExportTable, ...] = (
 )
 BY_NAME = {table.name: table for table in TABLES}
 ORDER = {table.name: position for position, table in enumerate(TABLES)}
-NOT_EXPORTED = frozenset({"llm_cache", "schema_migration", "entity_mentions"})
+NOT_EXPORTED = frozenset(
+    {"llm_cache", "schema_migration", "entity_mentions", "entity_standing"}
+)

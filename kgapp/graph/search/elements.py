@@ -10,7 +10,7 @@ from surrealdb.data.types.record_id import RecordID
 
 from kgapp.graph import queries
 from kgapp.graph.records import Fact, as_fact, found, record_key
-from kgapp.graph.search.reads import facts_near, record_id
+from kgapp.graph.search.reads import record_id
 from kgapp.graph.search.salience import Standing, most_salient
 from kgapp.graph.store import TenantStore
 from kgapp.graph.time import Moment
@@ -48,14 +48,30 @@ async def graph_elements(
 async def _around(
     store: TenantStore, seed: RecordID, *, limit: int, moment: Moment | None, depth: int
 ) -> tuple[dict[str, dict[str, Any]], list[Fact]]:
-    """The seed, and the facts within `depth` hops of it (all of its neighbours' facts,
-    history included, without a moment)."""
+    """The seed, and the facts within `depth` hops of it, `limit` * 4 at most (history
+    included; only those visible at `moment`, when given). Each hop reads the facts of
+    the entities it reached through the index of their ends (`_all_facts`, a fair share
+    each): a hub's thousands of facts cost no more than its share, and `IN` a list of
+    entities would scan the whole table (docs/surrealdb-notes.md)."""
     start = found(await store.query_one(queries.GRAPH_ENTITY, {"id": seed}), "entity", seed)
     nodes = {record_key(seed): start}
-    facts = await facts_near(store, [seed], moment or Moment.of(), depth=depth, limit=limit * 4)
-    if moment is None:
-        facts = await _all_facts(store, [f["source"] for f in facts] + [seed], limit * 4)
-    return nodes, facts
+    facts: dict[str, Fact] = {}
+    frontier, reached = [seed], {record_key(seed)}
+    for _ in range(max(1, depth)):
+        room = limit * 4 - len(facts)
+        if not frontier or room <= 0:
+            break
+        step = await _all_facts(store, frontier, room)
+        frontier = []
+        for fact in step:
+            if moment is not None and not moment.shows(fact):
+                continue
+            facts.setdefault(record_key(fact["id"]), fact)
+            for end in (fact["source"], fact["target"]):
+                if record_key(end) not in reached:
+                    reached.add(record_key(end))
+                    frontier.append(end)
+    return nodes, list(facts.values())
 
 
 async def _most_salient(

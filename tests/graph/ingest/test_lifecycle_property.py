@@ -217,15 +217,19 @@ async def graph_of(store: TenantStore) -> dict[str, Any]:
     }
 
 
-async def mention_counts_hold(store: TenantStore, steps: list[tuple[str, int]]) -> None:
-    """The `entity_mentions` view SurrealDB keeps (the explorer ranks by it) holds each
-    entity's mentions as they are, through uploads, deletes, merges and undos."""
-    kept, counted = await store.query(
+async def views_hold(store: TenantStore, steps: list[tuple[str, int]]) -> None:
+    """The views SurrealDB keeps for the explorer's ranking (schema/0020) hold the
+    entities and their mentions as they are, through uploads, deletes, merges and undos."""
+    kept, counted, standing, entities = await store.query(
         """SELECT VALUE [record::id(entity), mentions] FROM entity_mentions;
-        SELECT VALUE [record::id(out), count] FROM (SELECT out, count() FROM mentions GROUP BY out);"""
+        SELECT VALUE [record::id(out), count] FROM (SELECT out, count() FROM mentions GROUP BY out);
+        SELECT VALUE [record::id(id), name, degree, merged_into] FROM entity_standing;
+        SELECT VALUE [record::id(id), name, degree, merged_into] FROM entity;"""
     )
     if sorted(map(tuple, kept or [])) != sorted(map(tuple, counted or [])):
         raise AssertionError(f"after {steps}: the view {kept} against the mentions {counted}")
+    if sorted(map(str, standing or [])) != sorted(map(str, entities or [])):
+        raise AssertionError(f"after {steps}: the view {standing} against the entities {entities}")
 
 
 def _fact_seen(f: dict[str, Any]) -> tuple[Any, ...]:
@@ -265,7 +269,7 @@ class Scenario:
         try:
             for kind, choice in steps:
                 await self.step(live, kind, choice)
-                await mention_counts_hold(live, steps)
+                await views_hold(live, steps)
                 expected, got = await self.rebuild(), await graph_of(live)
                 if got != expected:
                     raise AssertionError(
