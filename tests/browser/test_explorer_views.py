@@ -261,3 +261,50 @@ def test_an_empty_tenant_says_how_to_fill_it_and_live_nodes_settle(
     assert spread["count"] >= 5 and spread["closest"] > 20 and spread["inView"], spread
     assert browser.execute_script(OVERLAPS) == []
     screenshot(browser, "explorer-live-settled")
+
+
+# A first view as large as a 100,000-fact tenant gives (700 entities, 600 facts): names
+# of every length, hubs and leaves, laid out, then zoomed out and in.
+CROWD = """
+const {merge, applyTime, layout, clear, declutter, overlappingLabels, cy} = window.kgExplorer;
+clear();
+let seed = 3;
+const random = () => (seed = (seed * 16807) % 2147483647) / 2147483647;
+const first = ['Ada', 'Hiroshi', 'Maria-Luisa', 'Bo', 'Oluwaseun', 'Jean'];
+const last = ['Kowalski', 'Ng', 'Fitzgerald-Hughes', 'Li', 'Abernathy'];
+const nodes = Array.from({length: 700}, (_, i) => ({id: `entity:c${i}`,
+  name: i < 40 ? `City ${i}` : `${first[i % 6]} ${'B. '.repeat(i % 2)}${last[i % 5]} ${i}`,
+  entity_type: i < 40 ? 'Location' : 'Person', degree: i < 40 ? 300 : 4,
+  salience: i < 40 ? 20 - i / 10 : 2 + random() * 4, named: true, mentions: 3}));
+const edges = Array.from({length: 600}, (_, i) => ({id: `relates_to:c${i}`,
+  source: `entity:c${40 + (i % 660)}`, target: `entity:c${i % 40}`, relation: 'LIVES_IN',
+  fact: `fact ${i}`, confidence: 1, valid_at: '2021-01-01T00:00:00Z', invalid_at: null,
+  created_at: '2021-01-01T00:00:00Z', expired_at: null}));
+merge(nodes, edges);
+applyTime();
+layout(null, {fit: true});
+const found = [];
+for (const factor of [1, 0.5, 3]) {
+  cy.zoom({level: cy.zoom() * factor, renderedPosition: {x: cy.width() / 2, y: cy.height() / 2}});
+  declutter();
+  found.push([factor, overlappingLabels().length,
+    cy.nodes().filter(n => n.visible() && n.pstyle('label').strValue).length,
+    overlappingLabels().slice(0, 1).map(([a, b]) => [a, b].map((id) => { const n = cy.getElementById(id);
+      return [n.data('label'), n.renderedPosition(), n.renderedHeight(), n.classes(),
+        n.renderedBoundingBox({includeNodes: false, includeEdges: false, includeLabels: true})]; }))]);
+}
+return found;
+"""
+
+
+def test_a_crowded_first_view_has_no_overlapping_names_at_any_zoom(
+    make_tenant, member, web_server, browser, log_in
+) -> None:
+    tenant = make_tenant()
+    log_in(member(tenant, Role.VIEWER))
+    open_explorer(browser, web_server, tenant.slug)
+    browser.set_script_timeout(120)
+    found = browser.execute_script(CROWD)
+    # At each zoom: no overlap, and some names drawn (more once zoomed in).
+    assert [step[1] for step in found] == [0, 0, 0], found
+    assert 0 < found[1][2] < found[2][2], found

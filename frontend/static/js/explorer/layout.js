@@ -54,7 +54,7 @@ export function layout(elements, { fit = false } = {}) {
   declutter();
 }
 
-const SETTLE_ALL = 1000; // up to this many nodes, the new ones settle among all the others
+const SETTLE_ALL = 200; // up to this many nodes, the new ones settle among all the others
 
 // New nodes settle in: each starts by the nodes it is joined to (or in view, when it
 // is joined to none placed), then a force layout moves the new ones only, the others
