@@ -3,11 +3,20 @@ with four times as many edges, time per valid-time slider step at 5k nodes / 20k
 edges, and write-to-screen latency of live updates (SurrealDB write -> LIVE SELECT hub
 -> Channels -> browser -> on the graph).
 
+`--scale N` measures a real tenant of N facts instead (issue 28's scale check): the
+export of bench/million.py (people, organisations and places, one episode per five
+facts, each mentioning their ends) imported with `manage.py import_tenant` into
+SurrealDB on RocksDB, then the page as a user opens it: the first view (page load to
+the graph drawn, laid out and its names placed), a search as one types, and an
+expansion (a double-click on an entity), each `--runs` times, with the overlapping
+names counted in each first view.
+
 Runs the product as `make run` does, in a scratch folder: the local SurrealDB server
 (mem://), migrations, the demo tenant and login, kgapp.web.serve; chromium logs in through the
 login form.
 
     .venv/bin/python bench/explorer.py [--sizes 1000 5000 10000] [--writes 50] [--ended 0.3]
+    .venv/bin/python bench/explorer.py --scale 100000 [--runs 10]
 """
 
 from __future__ import annotations
@@ -240,11 +249,124 @@ def main(sizes: list[int], writes: int, ended: float) -> None:
             surreal.stop()
 
 
+# --- a real tenant of N facts (--scale) -----------------------------------------------
+
+DRAWN = """
+const {cy, state} = window.kgExplorer;
+const named = cy.nodes().filter((n) => n.hasClass('quiet') || n.pstyle('label').strValue);
+return document.getElementById('status').textContent === 'Live' && cy.nodes().length > 0
+  && state.placing === 0 && named.length > 0;
+"""
+# A search as one types: the box's input, until the suggestions are listed.
+SEARCH = """
+const [query, done] = [arguments[0], arguments[arguments.length - 1]];
+const input = document.getElementById('entity-search');
+const list = document.getElementById('suggestions');
+list.replaceChildren();
+const began = performance.now();
+input.value = query;
+input.dispatchEvent(new Event('input', {bubbles: true}));
+(function wait() {
+  const took = performance.now() - began;
+  if (list.children.length || took > 15000) done([took, list.children.length]);
+  else setTimeout(wait, 5);
+})();
+"""
+# An expansion: a double-click on the n-th most salient entity, until its neighbourhood is
+# drawn and the status says so.
+EXPAND = """
+const [rank, done] = [arguments[0], arguments[arguments.length - 1]];
+const {cy} = window.kgExplorer;
+const ranked = cy.nodes().not('.fold').sort((a, b) => b.data('salience') - a.data('salience'));
+const node = ranked[rank % ranked.length];
+const before = cy.elements().length;
+document.getElementById('status').textContent = '';
+const began = performance.now();
+node.emit('dbltap');
+(function wait() {
+  const ended = document.getElementById('status').textContent;
+  if (ended === 'Ready' || ended.startsWith('Could not') || performance.now() - began > 15000) {
+    requestAnimationFrame(() => done([performance.now() - began, cy.elements().length - before]));
+  } else setTimeout(wait, 5);
+})();
+"""
+
+
+def manage(env: dict[str, str], *command: str) -> None:
+    subprocess.run([sys.executable, "manage.py", *command], env=env, cwd=ROOT, check=True,
+                   stdout=subprocess.DEVNULL)
+
+
+def scale(facts: int, runs: int) -> None:
+    from bench.million import generate
+
+    with tempfile.TemporaryDirectory(prefix="bench-explorer-", dir=ROOT / "var") as scratch:
+        var = Path(scratch)
+        surreal = surreal_server.start(storage=f"rocksdb://{var / 'surreal'}",
+                                       log=var / "surreal.log")
+        web, url, env = start_web(var, surreal)
+        driver = None
+        try:
+            print(f"the explorer on a tenant of {facts:,} facts (SurrealDB on RocksDB)", flush=True)
+            generate(facts, var / "export.jsonl")
+            owner = (var / "demo-login.txt").read_text().split()[0]
+            manage(env, "create_tenant", "scale", "--owner", owner)
+            started = time.perf_counter()
+            manage(env, "import_tenant", "scale", str(var / "export.jsonl"))
+            print(f"  imported with manage.py import_tenant: {time.perf_counter() - started:.0f} s",
+                  flush=True)
+            driver = browser()
+            driver.set_window_size(1600, 1000)
+            log_in(driver, url, var)
+            views, overlaps, searches, expansions = [], [], [], []
+            for run in range(runs + 1):
+                began = time.perf_counter()
+                driver.get(f"{url}/t/scale/explore")
+                WebDriverWait(driver, 60, poll_frequency=0.02).until(
+                    lambda d: d.execute_script(DRAWN))
+                views.append(time.perf_counter() - began)
+                time.sleep(0.3)  # the names are placed a moment after the last change
+                pairs = driver.execute_script("return window.kgExplorer.overlappingLabels()")
+                overlaps.append(len(pairs))
+                if pairs:
+                    print(f"  overlapping names on load {run + 1}: {pairs[:3]}")
+                # The first letters of an entity drawn, as a user would type a name seen.
+                name = driver.execute_script(
+                    "const n = window.kgExplorer.cy.nodes().not('.fold');"
+                    " return n[arguments[0] % n.length].data('label')", run * 7)
+                searches.append(driver.execute_async_script(SEARCH, name[:4]))
+                expansions.append(driver.execute_async_script(EXPAND, run))
+            shown = driver.execute_script("return document.getElementById('counts').textContent")
+            print(f"  first view (page load to drawn and named), cold: {views[0]:.2f} s;"
+                  f" warm {figures([v * 1000 for v in views[1:]])}"
+                  f" ({shown} after the last expansion)")
+            print(f"  overlapping names in the first view: {max(overlaps)} at most"
+                  f" over {len(overlaps)} loads")
+            print("  search as one types (to suggestions listed):"
+                  f" {figures([s[0] for s in searches])};"
+                  f" {sum(1 for s in searches if not s[1])} of {len(searches)} found nothing")
+            print(f"  expand (double-click to drawn): {figures([e[0] for e in expansions])},"
+                  f" {statistics.median(e[1] for e in expansions):.0f} elements added (median)")
+        finally:
+            if driver is not None:
+                driver.quit()
+            web.terminate()
+            web.wait(15)
+            surreal.stop()
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 5000, 10000])
     parser.add_argument("--writes", type=int, default=50)
     parser.add_argument("--ended", type=float, default=0.3,
                         help="share of the facts that ended before now (default 0.3)")
+    parser.add_argument("--scale", type=int, metavar="FACTS",
+                        help="measure a real tenant of FACTS facts instead"
+                             " (first view, search, expand)")
+    parser.add_argument("--runs", type=int, default=10, help="page loads with --scale")
     arguments = parser.parse_args()
-    main(arguments.sizes, arguments.writes, arguments.ended)
+    if arguments.scale:
+        scale(arguments.scale, arguments.runs)
+    else:
+        main(arguments.sizes, arguments.writes, arguments.ended)

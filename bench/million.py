@@ -98,7 +98,7 @@ class Generator:
     """The export's records, table by table, made as they are written."""
 
     def __init__(self, count: int, seed: int = 11) -> None:
-        self.count, self.rng = count, random.Random(seed)
+        self.count, self.seed, self.rng = count, seed, random.Random(seed)
         initials = [f" {chr(65 + i)}." for i in range(26)][: max(1, count // 3000)]
         names = {
             "Person": [f"{f}{m} {last}" for f in FIRST for m in ["", *initials] for last in LAST],
@@ -147,7 +147,7 @@ class Generator:
 
     def _records(self, counts: dict[str, int]) -> Iterator[dict]:
         for table, rows in (("episode", self._episodes()), ("entity", self._entities()),
-                            ("relates_to", self._facts())):
+                            ("relates_to", self._facts()), ("mentions", self._mentions())):
             for row in rows:
                 counts[table] += 1
                 yield record_line(BY_NAME[table], row)
@@ -164,6 +164,22 @@ class Generator:
                    "source": "text", "content": f"Notes of meeting {number}.",
                    "content_hash": f"h{number}", "created_at": START,
                    "valid_at": START + timedelta(days=number % 1800)}
+
+    def _mentions(self) -> Iterator[dict]:
+        """Each episode mentions the people, organisations and places of its facts, once
+        each (what the explorer's first view ranks by, with the facts)."""
+        said: set[tuple[int, str]] = set()
+        number = itertools.count()
+        for i, (subject, _, _, target, *_) in enumerate(self._draws(random.Random(self.seed))):
+            episode = i // PER_EPISODE
+            for entity in (subject, target):
+                if (episode, entity["canonical_name"]) not in said:
+                    said.add((episode, entity["canonical_name"]))
+                    yield {"id": RecordID("mentions", f"m{next(number)}"),
+                           "in": RecordID("episode", f"e{episode}"), "out": entity["id"],
+                           "created_at": START}
+            if i % PER_EPISODE == PER_EPISODE - 1:
+                said.clear()
 
     def _draws(self, rng: random.Random) -> Iterator[tuple]:
         """Each fact's ends, relation, validity and confidence, as `rng` draws them."""

@@ -1,6 +1,6 @@
 """Pictures of the explorer for the README: a LoCoMo conversation and a prose document, each
-uploaded into a tenant of its own with no model configured (the offline extractor), drawn
-in headless chromium at 1600x1000.
+uploaded into a tenant of its own with no model configured (the offline extractor), and
+with `--label explorer` the demo dataset too, drawn in headless chromium at 1600x1000.
 
 How: the local SurrealDB server (mem://) and Django with the test settings on a scratch
 folder and SQLite database, Celery tasks run in this process (bench/scratch.py); a user
@@ -11,12 +11,14 @@ The ingest job is awaited, then the tenant's communities are detected (a `commun
 job, awaited too). Then kgapp.web.serve serves the app on a free port (bench/explorer.py's
 `start_web`), chromium (bench/explorer.py's `browser`) gets that user's session, opens
 `/t/{slug}/explore`, waits until the explorer is live, laid out and has added every fact,
-and saves `truth-<label>-chat.png` and `truth-<label>-prose.png` into the folder.
+and saves `truth-<label>-chat.png` and `truth-<label>-prose.png` into the folder
+(`explorer-demo.png`, `explorer-chat.png` and `explorer-prose.png` with `--label
+explorer`: the explorer's first views, as a new user sees them).
 Printed per graph: current entities and facts (as bench/extraction.py counts them:
 entities not merged, facts valid now and not expired) and what the explorer drew.
 Without ../shared only the prose picture is drawn.
 
-    .venv/bin/python bench/screenshots.py [--out var/screenshots] [--label after]
+    .venv/bin/python bench/screenshots.py [--out var/screenshots] [--label after|explorer]
         [--chat ../shared/data/conversations/locomo/41.json]
 """
 
@@ -68,19 +70,20 @@ requestAnimationFrame(() => requestAnimationFrame(() => done({
 
 @dataclass
 class Upload:
-    picture: str  # chat | prose
+    picture: str  # demo | chat | prose
     slug: str
     name: str
-    path: Path
+    path: Path | None  # None: the demo dataset (kgapp/demo)
     reference_time: str | None  # None: the upload's time (a conversation has its own)
 
 
-def uploads(chat: Path) -> list[Upload]:
+def uploads(chat: Path, demo: bool) -> list[Upload]:
     prose = Upload("prose", "prose", "Company history (prose)", PROSE, PROSE_REFERENCE_TIME)
+    first = [Upload("demo", "demo-graph", "Demo", None, None)] if demo else []
     if not chat.is_file():
         print(f"{chat} is absent (../shared is not there): drawing only the prose picture")
-        return [prose]
-    return [Upload("chat", "chat", f"LoCoMo {chat.stem} (chat)", chat, None), prose]
+        return [*first, prose]
+    return [*first, Upload("chat", "chat", f"LoCoMo {chat.stem} (chat)", chat, None), prose]
 
 
 def user_client() -> tuple[Any, Any]:
@@ -114,6 +117,15 @@ def fill(upload: Upload, user: Any, client: Any) -> None:
 
     tenant = services.tenant_create(slug=upload.slug, name=upload.name, owner=user)
     started = time.perf_counter()
+    if upload.path is None:  # the demo: its files, ingested and detected in one chain
+        from kgapp.demo.load import demo_load
+        from kgapp.graph.records import record_key
+
+        for queued in demo_load(tenant):
+            wait_job(client, upload.slug, record_key(queued["id"]))
+        print(f"demo: {len(read_graph(upload.slug).entities)} entities,"
+              f" ingested in {time.perf_counter() - started:.1f} s")
+        return
     form: dict[str, Any] = {}
     if upload.reference_time:
         form["reference_time"] = upload.reference_time
@@ -148,7 +160,8 @@ def draw(driver: Any, url: str, upload: Upload, out: Path, label: str) -> None:
     WebDriverWait(driver, 120, poll_frequency=0.2).until(lambda d: d.execute_script(SETTLED))
     time.sleep(1.0)  # fonts and the histogram
     shown = driver.execute_async_script(DRAWN)
-    path = out / f"truth-{label}-{upload.picture}.png"
+    prefix = "explorer" if label == "explorer" else f"truth-{label}"
+    path = out / f"{prefix}-{upload.picture}.png"
     driver.save_screenshot(str(path))
     print(f"{upload.picture}: the explorer shows {shown['nodes']} entities and "
           f"{shown['edges']} facts at {shown['width']}x{shown['height']}: {path}")
@@ -157,7 +170,7 @@ def draw(driver: Any, url: str, upload: Upload, out: Path, label: str) -> None:
 def main(out: Path, label: str, chat: Path) -> None:
     began = time.perf_counter()
     out.mkdir(parents=True, exist_ok=True)
-    todo = uploads(chat)
+    todo = uploads(chat, demo=label == "explorer")
     with tempfile.TemporaryDirectory(prefix="kg-screenshots-") as scratch:
         var = Path(scratch)
         surreal = surreal_server.start(storage="mem://", log=var / "surreal.log")
@@ -196,8 +209,9 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=ROOT / "var" / "screenshots",
                         help="the folder for the PNGs (default var/screenshots)")
-    parser.add_argument("--label", choices=["before", "after"], default="after",
-                        help="the pictures' names: truth-<label>-chat.png, -prose.png")
+    parser.add_argument("--label", choices=["before", "after", "explorer"], default="after",
+                        help="the pictures' names: truth-<label>-chat.png, -prose.png;"
+                             " explorer-demo.png, -chat.png, -prose.png")
     parser.add_argument("--chat", type=Path, default=CHAT,
                         help="the LoCoMo export (default ../shared/.../locomo/41.json)")
     arguments = parser.parse_args()
