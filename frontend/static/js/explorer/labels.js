@@ -74,10 +74,13 @@ function salience(node) { return Number(node.data('salience') ?? 0); }
 export function declutter() {
   const zoom = cy.zoom();
   cy.batch(() => {
-    // Set on the nodes themselves: a rule added to the style sheet at each zoom would
-    // pile up.
-    cy.nodes().style({ 'font-size': FONT_PX / zoom, 'text-margin-y': GAP_PX / zoom,
+    // Set on the nodes themselves (a rule added to the style sheet at each zoom would
+    // pile up), and only on those not yet sized for this zoom: this runs after every
+    // slider step too.
+    const unsized = cy.nodes().filter((n) => n.scratch('kgLabelZoom') !== zoom);
+    unsized.style({ 'font-size': FONT_PX / zoom, 'text-margin-y': GAP_PX / zoom,
       'text-outline-width': 2 / zoom, 'text-max-width': MAX_WIDTH_PX / zoom });
+    unsized.forEach((n) => { n.scratch('kgLabelZoom', zoom); });
     const drawn = cy.nodes().filter((n) => !n.hasClass('gone') && n.visible());
     const candidates = state.large ? drawn.filter('.named') : drawn;
     const ranked = candidates.toArray().sort((a, b) => salience(b) - salience(a)
