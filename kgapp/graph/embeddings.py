@@ -15,6 +15,7 @@ import functools
 import math
 import os
 import threading
+import weakref
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -104,6 +105,15 @@ class LocalMiniLM:
         self._model: _Loaded | None = None
         self._load_lock = threading.Lock()
         self._encode_lock = threading.Lock()
+        _MODELS.add(self)
+
+    def _forget(self) -> None:
+        """In a child forked from a process that had loaded the model: its thread pool's
+        threads were not copied (a call that waited on them would wait forever), nor were
+        its locks' holders; it loads afresh on first use."""
+        self._model = None
+        self._load_lock = threading.Lock()
+        self._encode_lock = threading.Lock()
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         prepared = _prepared(texts)
@@ -169,6 +179,17 @@ class LocalMiniLM:
         if width != self.dimension:
             raise EmbeddingError(f"the local model gives {width} dimensions, not {self.dimension}")
         return _Loaded(tokenizer, session, ThreadPoolExecutor(self.threads))
+
+
+_MODELS: weakref.WeakSet[LocalMiniLM] = weakref.WeakSet()
+
+
+def _forget_after_fork() -> None:
+    for model in list(_MODELS):
+        model._forget()
+
+
+os.register_at_fork(after_in_child=_forget_after_fork)
 
 
 @dataclass(frozen=True)

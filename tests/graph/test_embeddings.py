@@ -7,6 +7,7 @@ import math
 import threading
 from typing import Any
 
+import numpy as np
 import pytest
 
 from kgapp.graph.embeddings import (
@@ -234,3 +235,27 @@ def test_openai_embedder_normalizes_and_chunks() -> None:
     ]
     assert calls == [["Alice", " "], ["Bob"]]
     assert remote.embed([]) == []
+
+
+def test_a_forked_child_embeds_with_a_model_its_parent_had_loaded(embedder: LocalMiniLM) -> None:
+    """A process forked after the model ran (a benchmark's workers, a prefork pool) did
+    not inherit its thread pool's threads: it loads afresh instead of waiting forever."""
+    import multiprocessing
+
+    texts = ["Alice works at Acme.", "Bob lives in Lisbon.", "Acme hired Bob."]
+    expected = embedder.embed(texts)  # loaded here, with its thread pool running
+    context = multiprocessing.get_context("fork")
+    answers = context.Queue()
+
+    def child() -> None:
+        answers.put(embedder.embed(texts))
+
+    process = context.Process(target=child)
+    process.start()
+    process.join(timeout=60)
+    alive = process.is_alive()
+    if alive:
+        process.kill()
+    assert not alive, "the forked child never finished embedding"
+    got = answers.get(timeout=5)
+    assert np.allclose(np.asarray(got), np.asarray(expected), atol=1e-6)
