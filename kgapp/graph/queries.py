@@ -399,10 +399,14 @@ UPDATE ONLY $job SET progress = $progress, total = $total, counts = $counts,
 
 LLM_CACHE_GET = "SELECT VALUE response FROM ONLY llm_cache WHERE key = $key LIMIT 1;"
 
+# The record's id is its key: two requests storing the same answer at once write one
+# record (the unique index alone let two CREATEs with random ids both in, now and then,
+# on 3.0.2); the later one rewrites it with the same answer, or conflicts (no error).
 LLM_CACHE_PUT = """
 IF (SELECT VALUE id FROM llm_cache WHERE key = $key LIMIT 1) {} ELSE {
-    CREATE llm_cache CONTENT {key: $key, kind: $kind, model: $model, response: $response,
-        prompt_tokens: $prompt_tokens, completion_tokens: $completion_tokens}
+    UPSERT type::record('llm_cache', $key) CONTENT {key: $key, kind: $kind, model: $model,
+        response: $response, prompt_tokens: $prompt_tokens, completion_tokens: $completion_tokens}
+    RETURN NONE
 };
 """
 
