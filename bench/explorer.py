@@ -130,6 +130,11 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
+def manage(env: dict[str, str], *command: str) -> None:
+    subprocess.run([sys.executable, "manage.py", *command], env=env, cwd=ROOT, check=True,
+                   stdout=subprocess.DEVNULL)
+
+
 def start_web(
     var: Path, surreal: surreal_server.RunningServer
 ) -> tuple[subprocess.Popen[bytes], str, dict[str, str]]:
@@ -138,9 +143,8 @@ def start_web(
            "DATABASE_URL": f"sqlite:///{var / 'bench.sqlite3'}"}
     env.pop("REDIS_URL", None)
     python = sys.executable
-    for command in (["migrate", "--noinput", "-v", "0"], ["bootstrap_demo"]):
-        subprocess.run([python, "manage.py", *command], env=env, cwd=ROOT, check=True,
-                       stdout=subprocess.DEVNULL)
+    manage(env, "migrate", "--noinput", "-v", "0")
+    manage(env, "bootstrap_demo")
     port = free_port()
     web = subprocess.Popen([python, "-m", "kgapp.web.serve", "-b", "127.0.0.1", "-p", str(port),
                             "kgapp.asgi:application"], env=env, cwd=ROOT,
@@ -290,11 +294,6 @@ node.emit('dbltap');
   } else setTimeout(wait, 5);
 })();
 """
-
-
-def manage(env: dict[str, str], *command: str) -> None:
-    subprocess.run([sys.executable, "manage.py", *command], env=env, cwd=ROOT, check=True,
-                   stdout=subprocess.DEVNULL)
 
 
 def scale(facts: int, runs: int) -> None:

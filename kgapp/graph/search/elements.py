@@ -84,14 +84,7 @@ async def _most_salient(
     )
     mentions = {record_key(row["entity"]): int(row["mentions"]) for row in counts or []}
     standings = [
-        Standing(
-            key=record_key(row["id"]),
-            name=row["name"],
-            degree=int(row.get("degree") or 0),
-            mentions=mentions.get(record_key(row["id"]), 0),
-            pinned=bool(row.get("pinned")),
-        )
-        for row in entities or []
+        Standing.of(row, mentions.get(record_key(row["id"]), 0)) for row in entities or []
     ]
     chosen = [record_id(s.key) for s in most_salient(standings, limit)]
     facts = await _all_facts(store, chosen, limit * 4)
@@ -120,13 +113,7 @@ async def _read_ends(
 
 
 def _node(key: str, node: dict[str, Any], community: str | None) -> dict[str, Any]:
-    standing = Standing(
-        key=key,
-        name=node["name"],
-        degree=int(node.get("degree") or 0),
-        mentions=int(node.get("mentions") or 0),
-        pinned=bool(node.get("pinned")),
-    )
+    standing = Standing.of(node)
     return {
         "data": {
             "id": key,

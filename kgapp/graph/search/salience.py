@@ -16,8 +16,11 @@ not make every other difference invisible.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
+
+from kgapp.graph.records import record_key
 
 NAMED_WEIGHT = 2.0  # as much as three more mentions of a thing mentioned once
 PINNED_WEIGHT = 1000.0  # above anything counts can give: pins come first
@@ -40,6 +43,18 @@ class Standing:
     degree: int = 0
     mentions: int = 0
     pinned: bool = False
+
+    @classmethod
+    def of(cls, row: Mapping[str, Any], mentions: int | None = None) -> Standing:
+        """The standing of an entity row (`id`, `name`, `degree`, `pinned`), its mentions
+        given or on the row."""
+        return cls(
+            key=record_key(row["id"]),
+            name=row["name"],
+            degree=int(row.get("degree") or 0),
+            mentions=int(row.get("mentions") or 0) if mentions is None else mentions,
+            pinned=bool(row.get("pinned")),
+        )
 
     @property
     def named(self) -> bool:
