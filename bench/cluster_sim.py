@@ -34,8 +34,8 @@ import httpx
 import pytest
 
 from kgapp.graph import jobs, stats
-from kgapp.graph.index import layout
-from tenants.graph import tenant_graph
+from kgapp.graph.index import directories
+from tenants.wiring import tenant_graph
 from tests.cluster import Cluster, Proc, ingests_done
 from tests.cluster_clients import (
     Follower,
@@ -131,7 +131,7 @@ async def indexer_recovery(proc: Proc, directory: Path, namespace: str, killed: 
         await asyncio.sleep(0.05)
     up = proc.ready_at
     while True:
-        manifest = layout.read_manifest(directory, namespace)
+        manifest = directories.read_manifest(directory, namespace)
         applied = manifest.applied if manifest else ""
         if applied and datetime.fromisoformat(applied).timestamp() > up:
             return f"up again after {up - killed:.1f} s, then through its first pass"

@@ -31,8 +31,8 @@ from surrealdb.data.types.record_id import RecordID  # noqa: E402
 
 from kgapp.graph.communities import Detection, detect, project_index  # noqa: E402
 from kgapp.graph.index import FactIndex  # noqa: E402
+from kgapp.graph.index.directories import TableState  # noqa: E402
 from kgapp.graph.index.facts import FACTS  # noqa: E402
-from kgapp.graph.index.layout import TableState  # noqa: E402
 from kgapp.graph.index.writer import TableWriter  # noqa: E402
 
 CLUSTERS = 50

@@ -40,7 +40,7 @@ def main(show: bool) -> None:
         server = surreal_server.start(storage="mem://", log=var / "surreal.log")
         try:
             django_setup(var, server)
-            from tenants.graph import reset_graph_runtime
+            from tenants.wiring import reset_graph_runtime
 
             try:
                 measure(show)
@@ -55,7 +55,7 @@ def measure(show: bool) -> None:
     from kgapp.demo.load import demo_load
     from kgapp.demo.score import DemoGraph, demo_score
     from tenants import services
-    from tenants.graph import tenant_graph
+    from tenants.wiring import tenant_graph
 
     tenant = services.tenant_create(slug="demo-bench", name="Demo bench")
     started = time.perf_counter()

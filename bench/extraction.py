@@ -289,8 +289,8 @@ class Graph:
 
 def read_graph(slug: str) -> Graph:
     from kgapp.graph.export import snapshot
-    from tenants.graph import tenant_graph
     from tenants.models import Tenant
+    from tenants.wiring import tenant_graph
 
     exported = tenant_graph(Tenant.objects.get(slug=slug)).run(snapshot.export_graph)
     now = datetime.now(UTC)
@@ -709,7 +709,7 @@ def main(file_names: list[str]) -> None:
         server = surreal_server.start(storage="mem://", log=var / "surreal.log")
         try:
             django_setup(var, server)
-            from tenants.graph import reset_graph_runtime
+            from tenants.wiring import reset_graph_runtime
 
             try:
                 rows = []

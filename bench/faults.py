@@ -26,7 +26,7 @@ from kgapp.graph.documents.parse import parse_document
 from kgapp.graph.ingest.service import document_submit
 from kgapp.graph.records import parse_record_id, to_json
 from kgapp.tasks import ingest
-from tenants.graph import tenant_graph
+from tenants.wiring import tenant_graph
 from tests.graph.recorded import extraction
 from tests.test_ingest_worker import (
     default_broker_workers,

@@ -212,8 +212,8 @@ def provision(env: dict[str, str], count: int, viewers: int) -> list[dict[str, A
     from django.core.management import call_command
 
     from tenants import services
-    from tenants.graph import reset_graph_runtime
     from tenants.models import Role
+    from tenants.wiring import reset_graph_runtime
 
     call_command("migrate", verbosity=0, interactive=False)
     users = get_user_model().objects

@@ -76,17 +76,17 @@ from bench.search import (  # noqa: E402
 )
 from bench.search import in_child as search_child  # noqa: E402
 from kgapp import surreal_server  # noqa: E402
-from kgapp.graph import communities, jobs, layout, queries, schema, stats  # noqa: E402
+from kgapp.graph import communities, drawing, jobs, queries, schema, stats  # noqa: E402
 from kgapp.graph.embeddings import local_embedder  # noqa: E402
 from kgapp.graph.export.jsonl import FORMAT, VERSION, line, record_line  # noqa: E402
 from kgapp.graph.export.tables import BY_NAME, TABLES  # noqa: E402
-from kgapp.graph.index import layout as index_layout  # noqa: E402
+from kgapp.graph.index import directories  # noqa: E402
 from kgapp.graph.records import to_json  # noqa: E402
+from kgapp.graph.resolution.canonical import canonical_name, entity_key  # noqa: E402
 from kgapp.graph.retention import RetentionPolicy  # noqa: E402
 from kgapp.graph.search import diff, elements  # noqa: E402
 from kgapp.graph.search.diff import DiffRequest  # noqa: E402
 from kgapp.graph.store import Pool, TenantStore  # noqa: E402
-from kgapp.graph.text import canonical_name, entity_key  # noqa: E402
 
 PER_EPISODE = 5
 NAMESPACE = "t_bench_million"
@@ -248,7 +248,7 @@ async def child_explorer(store: TenantStore, runs: int) -> dict:
         encoded_at = time.perf_counter()
         if len(body["nodes"]) > SERVER_LAYOUT:
             number = {node["data"]["id"]: i for i, node in enumerate(body["nodes"])}
-            layout.positions(len(number), [(number[e["data"]["source"]],
+            drawing.positions(len(number), [(number[e["data"]["source"]],
                                             number[e["data"]["target"]]) for e in body["edges"]])
         samples.append({"total": time.perf_counter() - started, "page": paged - started,
                         "graph": read - paged, "json": encoded_at - read,
@@ -382,7 +382,7 @@ async def main(count: int, runs: int, reuse: Path | None, keep: bool, search: bo
             running = await index_figures(store, server, config())
             await measure(store, runs)
         else:
-            if index_layout.read_manifest(index_layout.tenant_dir(NAMESPACE), NAMESPACE) is None:
+            if directories.read_manifest(directories.tenant_dir(NAMESPACE), NAMESPACE) is None:
                 rebuilt = search_child("rebuild", server, NAMESPACE)
                 print(f"  full rebuild of the index (fresh process): {rebuilt['seconds']:.1f} s,"
                       f" peak {rebuilt['peak_mib']:.0f} MiB", flush=True)

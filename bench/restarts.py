@@ -33,7 +33,7 @@ from kgapp.graph.errors import GraphUnavailable
 from kgapp.graph.ingest.service import document_submit
 from kgapp.graph.records import parse_record_id
 from kgapp.tasks import ingest
-from tenants.graph import tenant_graph
+from tenants.wiring import tenant_graph
 from tests.test_ingest_worker import (
     default_broker_workers,
     graph_of,

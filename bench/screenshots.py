@@ -178,7 +178,7 @@ def main(out: Path, label: str, chat: Path) -> None:
             django_setup(var, surreal)
             from django.conf import settings
 
-            from tenants.graph import reset_graph_runtime
+            from tenants.wiring import reset_graph_runtime
 
             try:
                 user, client = user_client()

@@ -54,40 +54,128 @@ from surrealdb.data.types.record_id import RecordID  # noqa: E402
 from kgapp import surreal_server  # noqa: E402
 from kgapp.graph import queries, schema  # noqa: E402
 from kgapp.graph.embeddings import local_embedder  # noqa: E402
-from kgapp.graph.index import indexer, layout  # noqa: E402
+from kgapp.graph.index import directories, indexer  # noqa: E402
+from kgapp.graph.resolution.canonical import canonical_name, entity_key  # noqa: E402
 from kgapp.graph.search.hybrid import search  # noqa: E402
 from kgapp.graph.search.model import SearchRequest  # noqa: E402
 from kgapp.graph.search.query import QueryRequest, query  # noqa: E402
 from kgapp.graph.search.recipes import RECIPES  # noqa: E402
 from kgapp.graph.store import Pool, StoreConfig, TenantStore  # noqa: E402
-from kgapp.graph.text import canonical_name, entity_key  # noqa: E402
 
-FIRST = ["Ada", "Bilal", "Chen", "Dmitri", "Esther", "Farouk", "Gwen", "Hiroshi", "Ines", "Jonas",
-         "Kemi", "Luca", "Mei", "Nadia", "Omar", "Priya", "Quentin", "Rosa", "Sven", "Tala"]
-LAST = ["Okafor", "Petrov", "Tanaka", "Haddad", "Llewellyn", "Moreau", "Singh", "Novak",
-        "Ferreira", "Kowalski", "Andersen", "Castillo", "Nguyen", "Osei", "Larsen", "Ruiz"]
-ORGS = ["Acme", "Globex", "Initech", "Umbrella", "Stark", "Wayne", "Hooli", "Vandelay", "Soylent",
-        "Cyberdyne", "Tyrell", "Wonka", "Aperture", "Massive Dynamic", "Oscorp", "Pied Piper"]
+FIRST = [
+    "Ada",
+    "Bilal",
+    "Chen",
+    "Dmitri",
+    "Esther",
+    "Farouk",
+    "Gwen",
+    "Hiroshi",
+    "Ines",
+    "Jonas",
+    "Kemi",
+    "Luca",
+    "Mei",
+    "Nadia",
+    "Omar",
+    "Priya",
+    "Quentin",
+    "Rosa",
+    "Sven",
+    "Tala",
+]
+LAST = [
+    "Okafor",
+    "Petrov",
+    "Tanaka",
+    "Haddad",
+    "Llewellyn",
+    "Moreau",
+    "Singh",
+    "Novak",
+    "Ferreira",
+    "Kowalski",
+    "Andersen",
+    "Castillo",
+    "Nguyen",
+    "Osei",
+    "Larsen",
+    "Ruiz",
+]
+ORGS = [
+    "Acme",
+    "Globex",
+    "Initech",
+    "Umbrella",
+    "Stark",
+    "Wayne",
+    "Hooli",
+    "Vandelay",
+    "Soylent",
+    "Cyberdyne",
+    "Tyrell",
+    "Wonka",
+    "Aperture",
+    "Massive Dynamic",
+    "Oscorp",
+    "Pied Piper",
+]
 SUFFIX = ["Corp", "Labs", "Group", "Holdings", "Systems", "Analytics", "Foods", "Energy"]
-CITIES = ["Lisbon", "Osaka", "Nairobi", "Montreal", "Krakow", "Valparaiso", "Tbilisi", "Auckland",
-          "Reykjavik", "Marrakesh", "Hanoi", "Bergen", "Cusco", "Tallinn", "Accra", "Perth"]
-VERBS = [("WORKS_AT", "works at", "org"), ("LIVES_IN", "lives in", "city"),
-         ("KNOWS", "knows", "person"), ("LIKES", "enjoys visiting", "city"),
-         ("FOUNDED", "founded", "org"), ("MEMBER_OF", "is a member of", "org")]
-QUESTIONS = ["Where does Ada Okafor work?", "Who lives in Lisbon?", "Initech Labs employees",
-             "people who founded a company", "Who knows Chen Tanaka?", "travel to Osaka"]
+CITIES = [
+    "Lisbon",
+    "Osaka",
+    "Nairobi",
+    "Montreal",
+    "Krakow",
+    "Valparaiso",
+    "Tbilisi",
+    "Auckland",
+    "Reykjavik",
+    "Marrakesh",
+    "Hanoi",
+    "Bergen",
+    "Cusco",
+    "Tallinn",
+    "Accra",
+    "Perth",
+]
+VERBS = [
+    ("WORKS_AT", "works at", "org"),
+    ("LIVES_IN", "lives in", "city"),
+    ("KNOWS", "knows", "person"),
+    ("LIKES", "enjoys visiting", "city"),
+    ("FOUNDED", "founded", "org"),
+    ("MEMBER_OF", "is a member of", "org"),
+]
+QUESTIONS = [
+    "Where does Ada Okafor work?",
+    "Who lives in Lisbon?",
+    "Initech Labs employees",
+    "people who founded a company",
+    "Who knows Chen Tanaka?",
+    "travel to Osaka",
+]
 
 
 def entity(name: str, kind: str) -> dict:
-    return {"id": RecordID("entity", entity_key(canonical_name(name))), "name": name,
-            "canonical_name": canonical_name(name), "entity_type": kind, "summary": ""}
+    return {
+        "id": RecordID("entity", entity_key(canonical_name(name))),
+        "name": name,
+        "canonical_name": canonical_name(name),
+        "entity_type": kind,
+        "summary": "",
+    }
 
 
 def build(count: int, seed: int = 11) -> tuple[list[dict], list[dict]]:
     rng = random.Random(seed)
     initials = [f" {chr(65 + i)}." for i in range(26)][: max(1, count // 3000)]
-    people = [entity(f"{first}{middle} {last}", "Person")
-              for first in FIRST for middle in ["", *initials] for last in LAST]
+    people = [
+        entity(f"{first}{middle} {last}", "Person")
+        for first in FIRST
+        for middle in ["", *initials]
+        for last in LAST
+    ]
     orgs = [entity(f"{o} {s}", "Organization") for o in ORGS for s in SUFFIX]
     cities = [entity(c, "Location") for c in CITIES]
     pools = {"org": orgs, "city": cities, "person": people}
@@ -98,36 +186,49 @@ def build(count: int, seed: int = 11) -> tuple[list[dict], list[dict]]:
         target = rng.choice(pools[kind])
         valid = start + timedelta(days=rng.randrange(1800))
         ended = valid + timedelta(days=rng.randrange(30, 900)) if rng.random() < 0.3 else None
-        facts.append({
-            "id": RecordID("relates_to", f"b{i}"), "in": subject["id"], "out": target["id"],
-            "relation": relation, "edge_type": "semantic",
-            "fact": f"{subject['name']} {verb} {target['name']}.", "episodes": [],
-            "confidence": round(rng.uniform(0.5, 1.0), 2), "valid_at": valid, "invalid_at": ended,
-            "created_at": valid, "degree": 0,
-        })
+        facts.append(
+            {
+                "id": RecordID("relates_to", f"b{i}"),
+                "in": subject["id"],
+                "out": target["id"],
+                "relation": relation,
+                "edge_type": "semantic",
+                "fact": f"{subject['name']} {verb} {target['name']}.",
+                "episodes": [],
+                "confidence": round(rng.uniform(0.5, 1.0), 2),
+                "valid_at": valid,
+                "invalid_at": ended,
+                "created_at": valid,
+                "degree": 0,
+            }
+        )
         for row in (subject, target):
             row["degree"] = row.get("degree", 0) + 1
     return people + orgs + cities, facts
 
 
-async def load(store: TenantStore, entities: list[dict], facts: list[dict],
-               composed: bool = False) -> dict[str, float]:
+async def load(
+    store: TenantStore, entities: list[dict], facts: list[dict], composed: bool = False
+) -> dict[str, float]:
     embedder, timings = local_embedder(), {}
     started = time.perf_counter()
     names = embedder.embed([e["name"] for e in entities])
     for row, vector in zip(entities, names, strict=True):
         row["name_embedding"] = vector
-    vectors = composed_vectors(facts, entities, embedder) if composed else embedded(
-        [f["fact"] for f in facts], embedder)
+    vectors = (
+        composed_vectors(facts, entities, embedder)
+        if composed
+        else embedded([f["fact"] for f in facts], embedder)
+    )
     for row, vector in zip(facts, vectors, strict=True):
         row.pop("degree", None)
         row["fact_embedding"] = vector
     timings["embedding"] = time.perf_counter() - started
     started = time.perf_counter()
     for i in range(0, len(entities), 500):  # one message stays well under the socket limit
-        await store.query(queries.ENTITIES_BULK_INSERT, {"rows": entities[i:i + 500]})
+        await store.query(queries.ENTITIES_BULK_INSERT, {"rows": entities[i : i + 500]})
     for i in range(0, len(facts), 500):
-        await store.query(queries.FACTS_BULK_INSERT, {"rows": facts[i:i + 500]})
+        await store.query(queries.FACTS_BULK_INSERT, {"rows": facts[i : i + 500]})
     timings["insert"] = time.perf_counter() - started
     return timings
 
@@ -135,8 +236,12 @@ async def load(store: TenantStore, entities: list[dict], facts: list[dict],
 def composed_vectors(facts: list[dict], entities: list[dict], embedder) -> list[list[float]]:
     """Each fact's normalised sum of the vectors of its subject, verb and object."""
     by_id = {str(e["id"]): np.asarray(e["name_embedding"], dtype=np.float32) for e in entities}
-    verbs = {relation: np.asarray(v, dtype=np.float32) for (relation, _, _), v in
-             zip(VERBS, embedder.embed([verb for _, verb, _ in VERBS]), strict=True)}
+    verbs = {
+        relation: np.asarray(v, dtype=np.float32)
+        for (relation, _, _), v in zip(
+            VERBS, embedder.embed([verb for _, verb, _ in VERBS]), strict=True
+        )
+    }
     out = []
     for fact in facts:
         total = by_id[str(fact["in"])] + verbs[fact["relation"]] + by_id[str(fact["out"])]
@@ -202,8 +307,11 @@ async def child_rebuild(store: TenantStore) -> dict[str, float]:
     before = peak_mib()
     started = time.perf_counter()
     await indexer.sync(store)
-    return {"seconds": time.perf_counter() - started, "peak_grew_mib": peak_mib() - before,
-            "peak_mib": peak_mib()}
+    return {
+        "seconds": time.perf_counter() - started,
+        "peak_grew_mib": peak_mib() - before,
+        "peak_mib": peak_mib(),
+    }
 
 
 async def child_first(store: TenantStore) -> dict[str, float]:
@@ -212,10 +320,14 @@ async def child_first(store: TenantStore) -> dict[str, float]:
     recipe = RECIPES["fact_rrf"]
 
     def request(i: int) -> SearchRequest:
-        return SearchRequest(query=QUESTIONS[i % len(QUESTIONS)], scopes=recipe["scopes"],
-                             methods=recipe["methods"], reranker=recipe["reranker"])
+        return SearchRequest(
+            query=QUESTIONS[i % len(QUESTIONS)],
+            scopes=recipe["scopes"],
+            methods=recipe["methods"],
+            reranker=recipe["reranker"],
+        )
 
-    assert layout.indexer_running(), "the indexer must run beside this process"
+    assert directories.indexer_running(), "the indexer must run beside this process"
     anon = anon_mib()
     started = time.perf_counter()
     await search(store, request(0), embedder)
@@ -230,14 +342,21 @@ def in_child(phase: str, server: surreal_server.RunningServer, namespace: str) -
     env = {**os.environ, **server.credentials.env(), "BENCH_SURREAL_URL": server.url}
     done = subprocess.run(
         [sys.executable, __file__, "--child", phase, "--namespace", namespace],
-        env=env, capture_output=True, text=True, check=True,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
     )
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 async def child_main(phase: str, namespace: str) -> None:
-    config = StoreConfig(url=os.environ["BENCH_SURREAL_URL"], username=os.environ["SURREAL_USER"],
-                         password=os.environ["SURREAL_PASS"], query_timeout=600)
+    config = StoreConfig(
+        url=os.environ["BENCH_SURREAL_URL"],
+        username=os.environ["SURREAL_USER"],
+        password=os.environ["SURREAL_PASS"],
+        query_timeout=600,
+    )
     store = TenantStore(Pool(config, namespace))
     run = {"rebuild": child_rebuild, "first": child_first}[phase]
     print(json.dumps(await run(store)))
@@ -261,7 +380,7 @@ class IndexerThread:
     def __enter__(self) -> IndexerThread:
         self.thread.start()
         self.started.wait(30)
-        while not layout.indexer_running():
+        while not directories.indexer_running():
             time.sleep(0.01)
         return self
 
@@ -275,10 +394,17 @@ async def freshness(store: TenantStore, person: RecordID, samples: int = 20) -> 
     delays = []
     for i in range(samples):
         word = "".join(random.choices(string.ascii_lowercase, k=12))  # one term, unique
-        row = {"id": RecordID("relates_to", f"fresh{i}"), "in": person, "out": person,
-               "relation": "KNOWS", "edge_type": "semantic",
-               "fact": f"Fresh fact number {word}.", "confidence": 1.0,
-               "valid_at": datetime(2020, 1, 1, tzinfo=UTC), "created_at": datetime.now(UTC)}
+        row = {
+            "id": RecordID("relates_to", f"fresh{i}"),
+            "in": person,
+            "out": person,
+            "relation": "KNOWS",
+            "edge_type": "semantic",
+            "fact": f"Fresh fact number {word}.",
+            "confidence": 1.0,
+            "valid_at": datetime(2020, 1, 1, tzinfo=UTC),
+            "created_at": datetime.now(UTC),
+        }
         await store.query(queries.FACTS_BULK_INSERT, {"rows": [row]})
         committed = time.perf_counter()
         request = SearchRequest(query=word, scopes=("facts",), methods=("bm25",))
@@ -292,21 +418,28 @@ async def freshness(store: TenantStore, person: RecordID, samples: int = 20) -> 
     return delays
 
 
-async def index_figures(store: TenantStore, server: surreal_server.RunningServer,
-                        config: StoreConfig) -> IndexerThread:
+async def index_figures(
+    store: TenantStore, server: surreal_server.RunningServer, config: StoreConfig
+) -> IndexerThread:
     namespace = store.namespace or ""
     rebuilt = in_child("rebuild", server, namespace)
-    manifest = layout.read_manifest(layout.tenant_dir(namespace), namespace)
+    manifest = directories.read_manifest(directories.tenant_dir(namespace), namespace)
     graph = "with" if manifest and manifest.table("relates_to").hnsw else "without"
-    disk = sum(f.stat().st_size for f in layout.tenant_dir(namespace).rglob("*") if f.is_file())
-    print(f"  full rebuild of the index (fresh process): {rebuilt['seconds']:.1f} s, "
-          f"peak memory grew {rebuilt['peak_grew_mib']:.0f} MiB (to {rebuilt['peak_mib']:.0f} "
-          f"MiB), {graph} a graph of vectors; {disk / 2**20:.0f} MiB on disk")
+    disk = sum(
+        f.stat().st_size for f in directories.tenant_dir(namespace).rglob("*") if f.is_file()
+    )
+    print(
+        f"  full rebuild of the index (fresh process): {rebuilt['seconds']:.1f} s, "
+        f"peak memory grew {rebuilt['peak_grew_mib']:.0f} MiB (to {rebuilt['peak_mib']:.0f} "
+        f"MiB), {graph} a graph of vectors; {disk / 2**20:.0f} MiB on disk"
+    )
     running = IndexerThread(config, namespace).__enter__()
     first = in_child("first", server, namespace)
-    print(f"  first search of a fresh process (index opened): {first['first_search_s'] * 1000:.0f}"
-          f" ms; memory beyond the shared map after 30 searches: "
-          f"{first['anon_grew_mib']:.1f} MiB")
+    print(
+        f"  first search of a fresh process (index opened): {first['first_search_s'] * 1000:.0f}"
+        f" ms; memory beyond the shared map after 30 searches: "
+        f"{first['anon_grew_mib']:.1f} MiB"
+    )
     return running
 
 
@@ -318,13 +451,23 @@ async def measure(store: TenantStore, runs: int) -> None:
         embed_times.append(time.perf_counter() - started)
     print(f"  query embedding (MiniLM)      {figures(embed_times)}")
     embedder = Precomputed()
-    for name in ("fact_rrf", "fact_mmr", "fact_node_distance", "fact_episode_mentions",
-                 "entity_rrf", "combined_rrf"):
+    for name in (
+        "fact_rrf",
+        "fact_mmr",
+        "fact_node_distance",
+        "fact_episode_mentions",
+        "entity_rrf",
+        "combined_rrf",
+    ):
         recipe = RECIPES[name]
         samples = []
         for i in range(runs):
-            request = SearchRequest(query=QUESTIONS[i % len(QUESTIONS)], scopes=recipe["scopes"],
-                                    methods=recipe["methods"], reranker=recipe["reranker"])
+            request = SearchRequest(
+                query=QUESTIONS[i % len(QUESTIONS)],
+                scopes=recipe["scopes"],
+                methods=recipe["methods"],
+                reranker=recipe["reranker"],
+            )
             started = time.perf_counter()
             await search(store, request, embedder)
             samples.append(time.perf_counter() - started)
@@ -333,8 +476,12 @@ async def measure(store: TenantStore, runs: int) -> None:
         samples = []
         for i in range(max(5, runs // 3)):
             started = time.perf_counter()
-            await query(store, QueryRequest(question=QUESTIONS[i % len(QUESTIONS)], mode=mode),
-                        embedder, None)
+            await query(
+                store,
+                QueryRequest(question=QUESTIONS[i % len(QUESTIONS)], mode=mode),
+                embedder,
+                None,
+            )
             samples.append(time.perf_counter() - started)
         print(f"  query mode {mode:<18} {figures(samples)}")
 
@@ -345,15 +492,21 @@ async def main(facts_count: int, runs: int, composed: bool) -> None:
     os.environ["KG_SEARCH_DIR"] = directory
     running = None
     try:
-        config = StoreConfig(url=server.url, username=server.credentials.user,
-                             password=server.credentials.password, query_timeout=600)
+        config = StoreConfig(
+            url=server.url,
+            username=server.credentials.user,
+            password=server.credentials.password,
+            query_timeout=600,
+        )
         store = TenantStore(Pool(config, "t_bench_search"))
         await schema.migrate(store, schema.load_migrations(ROOT / "schema"), embedding_dim=384)
         await store.query(queries.FACT_FULLTEXT_REMOVE)
         entities, facts = build(facts_count)
         timings = await load(store, entities, facts, composed)
-        print(f"search over {facts_count} facts, {len(entities)} entities (SurrealDB mem://), "
-              f"{'composed' if composed else 'MiniLM'} vectors")
+        print(
+            f"search over {facts_count} facts, {len(entities)} entities (SurrealDB mem://), "
+            f"{'composed' if composed else 'MiniLM'} vectors"
+        )
         print(f"  embedding {timings['embedding']:.1f} s, insert {timings['insert']:.1f} s")
         running = await index_figures(store, server, config)
         await measure(store, runs)

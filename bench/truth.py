@@ -140,7 +140,7 @@ Fresh = Callable[[], contextlib.AbstractAsyncContextManager[TenantStore]]
 
 
 def offline_extractor() -> OfflineExtractor:
-    """The worker's extractor without a model (tenants.graph.offline_extractor)."""
+    """The worker's extractor without a model (tenants.wiring.offline_extractor)."""
     return OfflineExtractor(os.environ.get("KG_SPACY_MODEL") or DEFAULT_MODEL)
 
 

@@ -26,14 +26,14 @@ def _make_queue_dirs(sender: Celery, **kwargs: object) -> None:
 @worker_process_init.connect
 def _fresh_runtime(**kwargs: object) -> None:
     # A forked child must not share the parent's SurrealDB sockets or loop thread.
-    from tenants.graph import reset_graph_runtime
+    from tenants.wiring import reset_graph_runtime
 
     reset_graph_runtime()
 
 
 @worker_process_shutdown.connect
 def _close_runtime(**kwargs: object) -> None:
-    from tenants.graph import reset_graph_runtime
+    from tenants.wiring import reset_graph_runtime
 
     reset_graph_runtime()
 

@@ -28,12 +28,12 @@ from kgapp.graph.ingest.model import EpisodeInput
 from kgapp.graph.ingest.service import episode_submit, ingest_run, stragglers_index
 from kgapp.graph.records import Job, parse_record_id, to_json
 from kgapp.graph.retention import retention_job
-from kgapp.graph.search import retrieval
+from kgapp.graph.search import retrieval_counts
 from kgapp.graph.store import TenantStore
 from tenants import transfer
-from tenants.graph import embedder, llm_client, offline_extractor, pdf_limits, tenant_graph
 from tenants.models import Tenant
 from tenants.retention import retention_policy, tenants_with_retention
+from tenants.wiring import embedder, llm_client, offline_extractor, pdf_limits, tenant_graph
 
 logger = logging.getLogger(__name__)
 
@@ -167,7 +167,7 @@ def decay_retrieval_counts() -> int:
     tenants = list(Tenant.objects.all())
     for tenant in tenants:
         tenant_graph(tenant).run(
-            retrieval.decay_retrieval_counts, lambda_=settings.RETRIEVAL_DECAY_LAMBDA
+            retrieval_counts.decay_retrieval_counts, lambda_=settings.RETRIEVAL_DECAY_LAMBDA
         )
     return len(tenants)
 

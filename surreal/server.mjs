@@ -3,7 +3,7 @@
 // WebSocket RPC protocol on loopback, so the Python SDK talks to it exactly as it
 // talks to `surreal start`.
 //
-// Protocol notes (measured, see DESIGN.md):
+// Protocol notes (measured, see docs/surrealdb-notes.md):
 // - engine.execute(cbor {id, method, params, session, txn}) answers CBOR of the bare
 //   result, or of {error}; over the socket the reply is framed {id, result} / {id, error}.
 // - every client connection gets its own engine session; without one, `use` on one

@@ -11,7 +11,7 @@ class TenantsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from tenants.graph import offline_extractor
+        from tenants.wiring import offline_extractor
 
         # Checked without loading spaCy: start-up stays fast, and the pipeline loads on
         # the first extraction.

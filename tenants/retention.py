@@ -13,8 +13,8 @@ from kgapp.graph import retention
 from kgapp.graph.retention import RetentionPolicy
 from tenants.access import TenantAccess
 from tenants.errors import RoleRequired
-from tenants.graph import tenant_graph
 from tenants.models import Role, Tenant
+from tenants.wiring import tenant_graph
 
 
 def retention_policy(tenant: Tenant) -> RetentionPolicy:

@@ -16,11 +16,10 @@ from django.db import transaction
 from django.utils import timezone
 
 from kgapp.graph import namespaces, schema
-from kgapp.graph.index import layout as search_index
+from kgapp.graph.index import directories as search_index
 from tenants import events
 from tenants.access import check_slug
 from tenants.errors import InvitationNotFound, LastOwner, TooManyInvitations
-from tenants.graph import graph_runtime, migrations, tenant_graph
 from tenants.models import (
     QUESTIONS_KEPT,
     ApiToken,
@@ -30,6 +29,7 @@ from tenants.models import (
     Role,
     Tenant,
 )
+from tenants.wiring import graph_runtime, migrations, tenant_graph
 
 logger = logging.getLogger(__name__)
 

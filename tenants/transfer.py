@@ -33,9 +33,9 @@ from kgapp.graph.export.tables import IMPORT_JOB_KIND
 from kgapp.graph.records import Job, parse_record_id, to_json
 from kgapp.graph.retention import RetentionPolicy
 from kgapp.graph.time import Moment
-from tenants.graph import tenant_graph
 from tenants.models import Tenant
 from tenants.retention import retention_policy
+from tenants.wiring import tenant_graph
 
 FORMATS = ("jsonl", "graphml", "csv")
 _FILE_NAME = re.compile(r"^[a-z0-9-]{1,80}\.export$")

@@ -20,8 +20,8 @@ from kgapp.graph import schema
 from kgapp.graph.namespaces import namespace_remove
 from kgapp.graph.store import GraphRuntime, StoreConfig, TenantStore
 from tenants import services
-from tenants.graph import graph_runtime, reset_graph_runtime
 from tenants.models import Role, Tenant
+from tenants.wiring import graph_runtime, reset_graph_runtime
 from tests.llm_fixtures import scripted_llm  # noqa: E402,F401  (a fixture)
 
 _slugs = itertools.count(1)

@@ -31,8 +31,8 @@ from kgapp.graph.ingest.prepare import episode_record
 from kgapp.graph.llm.client import LLMClient
 from kgapp.graph.llm.prompts.extract import ExtractedEntity, Extraction
 from kgapp.graph.records import record_key
+from kgapp.graph.resolution.canonical import canonical_name, content_hash
 from kgapp.graph.store import TenantStore
-from kgapp.graph.text import canonical_name, content_hash
 
 PAIRS = Path(__file__).resolve().parent / "data" / "resolution_pairs.json"
 NAMES_PER_EPISODE = 8

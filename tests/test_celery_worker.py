@@ -18,7 +18,7 @@ from kgapp.graph import jobs
 from kgapp.graph.records import parse_record_id, to_json
 from kgapp.settings.base import celery_broker
 from kgapp.tasks import health_check
-from tenants.graph import tenant_graph
+from tenants.wiring import tenant_graph
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 

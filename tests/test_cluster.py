@@ -36,7 +36,7 @@ import pytest
 
 from kgapp.graph import jobs
 from kgapp.graph.records import parse_record_id, to_json
-from tenants.graph import tenant_graph
+from tenants.wiring import tenant_graph
 from tests.cluster import Cluster, ingests_done
 from tests.cluster_clients import (
     Follower,

@@ -24,7 +24,7 @@ from kgapp.graph.ingest.service import document_submit
 from kgapp.graph.records import parse_record_id, to_json
 from kgapp.settings.base import celery_broker
 from kgapp.tasks import ingest
-from tenants.graph import tenant_graph
+from tenants.wiring import tenant_graph
 from tests.graph.recorded import extraction
 from tests.test_celery_worker import REDIS_TEST_URL, start_worker
 

@@ -81,11 +81,12 @@ def instrument(phases: Phases) -> None:
 
         return around
 
-    from kgapp.graph.ingest import indexing, persist, pipeline, resolve_entities, resolve_facts
+    from kgapp.graph.ingest import indexing, persist, pipeline
+    from kgapp.graph.resolution import entities, facts
 
     for module, name, phase in (
-        (resolve_entities, "resolve_entities", "resolve_entities"),
-        (resolve_facts, "existing_facts", "existing_facts"),
+        (entities, "resolve_entities", "resolve_entities"),
+        (facts, "existing_facts", "existing_facts"),
         (persist, "persist", "persist"),
         (persist, "units_embedded", "units_wait"),
         (indexing, "index_pending", "index_pending"),

@@ -10,8 +10,8 @@ from kgapp import tasks
 from kgapp.demo.dataset import DEMO_FILES
 from kgapp.graph.documents.parse import parse_document
 from kgapp.graph.ingest import service
-from tenants.graph import tenant_graph
 from tenants.models import Tenant
+from tenants.wiring import tenant_graph
 
 UPLOADED_BY = "demo"
 

@@ -23,14 +23,15 @@ from typing import Any
 
 from surrealdb.data.types.record_id import RecordID
 
-from kgapp.graph import names, queries
+from kgapp.graph import queries
 from kgapp.graph.records import record_key
+from kgapp.graph.resolution import names
+from kgapp.graph.resolution.canonical import relation_name
+from kgapp.graph.resolution.names import GENERIC_ENTITY_TYPE
 from kgapp.graph.store import TenantStore
-from kgapp.graph.text import relation_name
 
 NAME_MAX = 80  # characters in a type's, relation's or alias's name, as stored
 ENTITY_TYPE_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_ ]*")
-GENERIC_ENTITY_TYPE = "Entity"
 GENERIC_RELATION = "RELATED_TO"
 # Types that give way to any more specific one, the broadest last (the ranks of
 # queries.ENTITY_TYPE_WON say the same).
@@ -267,11 +268,6 @@ async def ontology_save(store: TenantStore, ontology: Ontology) -> None:
     nothing written, if it would not load again."""
     ontology_check(ontology)
     await store.transaction(queries.ONTOLOGY_REPLACE, {"rows": ontology_rows(ontology)})
-
-
-def types_compatible(a: str, b: str) -> bool:
-    """Whether entities of types `a` and `b` may be one thing (the generic type fits any)."""
-    return a == b or GENERIC_ENTITY_TYPE in (a, b)
 
 
 def mention_type(types: Sequence[str]) -> str:

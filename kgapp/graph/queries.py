@@ -702,7 +702,7 @@ WHERE string::starts_with(kind, 'ingest') AND (status IN ['failed', 'paused'] OR
 
 # --- retrieval -------------------------------------------------------------------------
 
-# Bi-temporal visibility (DESIGN.md): true in the world at $as_of, as known at $known_at.
+# Bi-temporal visibility (kgapp/graph/time.py): true in the world at $as_of, as known at $known_at.
 # The one SurrealQL copy of kgapp/graph/time.py's visible() (tests/graph/test_time.py).
 _VISIBLE = """valid_at <= $as_of AND (invalid_at = NONE OR invalid_at > $as_of)
     AND created_at <= $known_at AND (expired_at = NONE OR expired_at > $known_at)"""

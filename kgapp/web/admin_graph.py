@@ -26,9 +26,9 @@ from kgapp.web.auth import AuthenticatedHttpRequest
 from kgapp.web.schemas import MAX_OFFSET
 from tenants.access import TenantAccess, tenant_access
 from tenants.errors import RoleRequired, TenantAccessError
-from tenants.graph import embedder, tenant_graph
 from tenants.models import Role
 from tenants.selectors import curatable_tenants
+from tenants.wiring import embedder, tenant_graph
 
 PAGE = 50
 

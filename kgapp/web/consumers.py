@@ -18,7 +18,7 @@ from kgapp.web.live import LiveHub, change_json, hub_acquire, hub_release, live_
 from tenants.access import tenant_access
 from tenants.errors import TenantAccessError
 from tenants.events import tenant_group
-from tenants.graph import tenant_graph
+from tenants.wiring import tenant_graph
 
 # Close codes a browser can act on: 4403 not logged in / not a member; 4409 the socket fell
 # behind the tenant's changes, 4503 the store could not replay what was missed (both:

@@ -35,7 +35,7 @@ from kgapp.graph.errors import GraphError
 from kgapp.graph.live import Change, FeedTail, LiveSubscription, position, server_now
 from kgapp.graph.records import to_json
 from tenants.events import tenant_group
-from tenants.graph import graph_runtime
+from tenants.wiring import graph_runtime
 
 logger = logging.getLogger(__name__)
 

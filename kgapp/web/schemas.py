@@ -27,13 +27,13 @@ from kgapp.graph.ingest.prepare import saga_record
 from kgapp.graph.ingest.service import FactAdded, fact_add
 from kgapp.graph.jobs import JOB_STATUSES
 from kgapp.graph.records import parse_record_id, to_json
+from kgapp.graph.resolution.canonical import relation_name
 from kgapp.graph.search.ask import Sources
 from kgapp.graph.search.diff import DIFF_LIMIT, DIFF_MAX_LIMIT, DiffRequest, DiffResult
 from kgapp.graph.search.model import Hit, SearchRequest, SearchResults
 from kgapp.graph.search.query import QueryRequest
 from kgapp.graph.search.recipes import RECIPES
 from kgapp.graph.store import TenantStore
-from kgapp.graph.text import relation_name
 from kgapp.graph.time import Moment, in_utc
 
 RoleName = Literal["viewer", "editor", "curator", "owner"]

@@ -14,9 +14,9 @@ from kgapp.web import ratelimits
 from kgapp.web.auth import AuthenticatedHttpRequest
 from tenants import selectors, services, transfer
 from tenants.errors import TenantAccessError
-from tenants.graph import tenant_graph
 from tenants.middleware import error_page
 from tenants.models import Role
+from tenants.wiring import tenant_graph
 
 
 class LoginView(auth_views.LoginView):

@@ -13,8 +13,8 @@ from selenium.webdriver.common.by import By
 from kgapp.graph import jobs
 from kgapp.graph.records import to_json
 from kgapp.tasks import rebuild_communities
-from tenants.graph import tenant_graph
 from tenants.models import Role
+from tenants.wiring import tenant_graph
 from tests.browser.conftest import screenshot, wait_for
 from tests.browser.test_explorer import open_explorer
 

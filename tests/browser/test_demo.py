@@ -10,8 +10,8 @@ import pytest
 from kgapp.demo.dataset import answer_key
 from kgapp.demo.load import demo_load
 from kgapp.demo.score import DemoGraph
-from tenants.graph import tenant_graph
 from tenants.models import Role
+from tenants.wiring import tenant_graph
 from tests.browser.conftest import screenshot, wait_for
 from tests.browser.test_explorer import open_explorer, set_slider
 

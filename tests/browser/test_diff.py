@@ -21,8 +21,8 @@ from selenium.webdriver.common.by import By
 from surrealdb.data.types.record_id import RecordID
 
 from kgapp.graph import queries
-from tenants.graph import tenant_graph
 from tenants.models import Role
+from tenants.wiring import tenant_graph
 from tests.browser.conftest import screenshot, wait_for
 from tests.browser.test_explorer import open_explorer
 

@@ -23,8 +23,8 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 
 from kgapp.graph.records import parse_record_id
-from tenants.graph import tenant_graph
 from tenants.models import Role
+from tenants.wiring import tenant_graph
 from tests.browser.conftest import ARTIFACTS, wait_for
 from tests.chat_exports import CHAT, CHAT_EXTENDED
 

@@ -11,8 +11,8 @@ import pytest
 from selenium.webdriver.common.by import By
 
 from kgapp.graph.records import record_key
-from tenants.graph import tenant_graph
 from tenants.models import Role
+from tenants.wiring import tenant_graph
 from tests.browser.conftest import screenshot, wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)

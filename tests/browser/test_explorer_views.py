@@ -17,8 +17,8 @@ from surrealdb.data.types.record_id import RecordID
 
 from kgapp.graph import queries
 from tenants import services
-from tenants.graph import tenant_graph
 from tenants.models import Role
+from tenants.wiring import tenant_graph
 from tests.browser.conftest import screenshot, wait_for
 from tests.browser.test_explorer import open_explorer, set_slider
 

@@ -9,8 +9,8 @@ from datetime import UTC, datetime
 import pytest
 from selenium.webdriver.common.by import By
 
-from tenants.graph import tenant_graph
 from tenants.models import Role
+from tenants.wiring import tenant_graph
 from tests.browser.conftest import screenshot, wait_for
 from tests.browser.test_explorer import open_explorer, post, set_slider
 

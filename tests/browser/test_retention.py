@@ -8,8 +8,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from selenium.webdriver.common.by import By
 
-from tenants.graph import tenant_graph
 from tenants.models import Role
+from tenants.wiring import tenant_graph
 from tests.browser.conftest import screenshot, wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -10,9 +10,9 @@ import pytest
 from selenium.webdriver.common.by import By
 
 from kgapp.graph.export.jsonl import export_lines
-from tenants.graph import tenant_graph
 from tenants.models import Role
 from tenants.transfer import tenant_meta
+from tenants.wiring import tenant_graph
 from tests.browser.conftest import screenshot, wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)

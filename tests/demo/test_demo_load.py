@@ -10,8 +10,8 @@ from kgapp.demo.dataset import DEMO_FILES, answer_key
 from kgapp.demo.load import demo_load
 from kgapp.demo.score import DemoGraph, demo_score
 from kgapp.graph.ingest import service
-from tenants.graph import tenant_graph
 from tenants.models import Tenant
+from tenants.wiring import tenant_graph
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -11,7 +11,7 @@ import pytest
 from kgapp.graph import jobs, queries
 from kgapp.graph.errors import UniqueViolation
 from kgapp.graph.records import to_json
-from tenants.graph import tenant_graph
+from tenants.wiring import tenant_graph
 
 pytestmark = pytest.mark.django_db
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import random
 
-from kgapp.graph.layout import EDGE_LENGTH, positions
+from kgapp.graph.drawing import EDGE_LENGTH, positions
 
 
 def median_edge(coords, edges) -> float:

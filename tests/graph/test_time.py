@@ -12,8 +12,8 @@ from pathlib import Path
 
 from kgapp.graph import queries
 from kgapp.graph.index import FactIndex
+from kgapp.graph.index.directories import TableState
 from kgapp.graph.index.facts import FACTS as FACTS_SPEC
-from kgapp.graph.index.layout import TableState
 from kgapp.graph.index.writer import TableWriter
 from kgapp.graph.time import Moment, in_utc, parse_when, visible
 

@@ -20,8 +20,8 @@ from django.test import Client
 
 from kgapp.graph.records import to_json
 from tenants import services
-from tenants.graph import graph_runtime, tenant_graph
 from tenants.models import ApiToken, Role, Tenant
+from tenants.wiring import graph_runtime, tenant_graph
 
 
 @dataclass

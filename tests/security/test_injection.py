@@ -298,7 +298,7 @@ def test_model_named_entities_and_relations_are_data(two_sides: Sides, scripted_
 
 def test_the_comparison_sees_an_injected_statement(two_sides: Sides) -> None:
     """The check itself: statements run directly (as an injection would) are caught."""
-    from tenants.graph import tenant_graph
+    from tenants.wiring import tenant_graph
 
     sides = two_sides
     graph = tenant_graph(sides.a.tenant)

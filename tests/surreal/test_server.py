@@ -18,7 +18,7 @@ from surrealdb.errors import NotAllowedError
 
 from kgapp import surreal_server
 from kgapp.graph.store import Connection
-from tenants.graph import tenant_graph
+from tenants.wiring import tenant_graph
 
 NOT_SIGNED_IN = "Not signed in"
 

@@ -8,7 +8,7 @@ from django.test import Client
 from surrealdb.data.types.record_id import RecordID
 
 from kgapp.graph import queries
-from kgapp.graph.index import layout as search_index
+from kgapp.graph.index import directories as search_index
 from kgapp.graph.namespaces import namespace_names
 from tenants.models import Membership, Tenant
 

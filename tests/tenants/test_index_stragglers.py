@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from kgapp import tasks
-from tenants.graph import tenant_graph
+from tenants.wiring import tenant_graph
 from tests.graph.ingest.test_indexing import CHAT, TEXT, forget_vectors, run, unembedded
 
 pytestmark = pytest.mark.django_db(transaction=True)

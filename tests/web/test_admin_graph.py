@@ -10,8 +10,8 @@ import pytest
 from django.test import Client
 
 from kgapp.graph.embeddings import local_embedder
-from tenants.graph import tenant_graph
 from tenants.models import Role
+from tenants.wiring import tenant_graph
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

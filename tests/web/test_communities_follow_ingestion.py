@@ -25,7 +25,7 @@ from kgapp.graph.ingest.model import EpisodeInput
 from kgapp.graph.ingest.service import document_submit, episode_submit
 from kgapp.graph.records import to_json
 from kgapp.tasks import ingest
-from tenants.graph import tenant_graph
+from tenants.wiring import tenant_graph
 from tests.graph.recorded import episode_of, works_at
 from tests.test_ingest_worker import default_broker_workers
 

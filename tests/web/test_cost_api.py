@@ -13,8 +13,8 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from kgapp.graph.chunking import chunk_text
 from kgapp.graph.ingest.chunk import CHUNK_OVERLAP, CHUNK_TOKENS
 from kgapp.graph.llm.prices import DEFAULT_PRICES
-from tenants.graph import tenant_graph
 from tenants.models import Role
+from tenants.wiring import tenant_graph
 from tests.llm_fixtures import works_at
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -12,8 +12,8 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from kgapp.graph.records import parse_record_id
-from tenants.graph import tenant_graph
 from tenants.models import Role
+from tenants.wiring import tenant_graph
 from tests.chat_exports import CHAT, CHAT_EXTENDED
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -21,10 +21,10 @@ from django.core.management import call_command
 
 from kgapp.graph.export.jsonl import export_lines
 from tenants import services
-from tenants.graph import tenant_graph
 from tenants.models import Role, Tenant
 from tenants.retention import retention_policy
 from tenants.transfer import tenant_meta
+from tenants.wiring import tenant_graph
 from tests.chat_exports import CHAT_EXTENDED
 from tests.web_server import server_env, serving
 

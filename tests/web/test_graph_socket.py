@@ -11,8 +11,8 @@ from asgiref.sync import sync_to_async
 from channels.testing import WebsocketCommunicator
 
 from kgapp.asgi import application
-from tenants.graph import tenant_graph
 from tenants.models import Role
+from tenants.wiring import tenant_graph
 from tests.web.test_live_socket import ORIGIN, session_cookie
 
 pytestmark = pytest.mark.django_db(transaction=True)

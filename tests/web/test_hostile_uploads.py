@@ -15,8 +15,8 @@ import zipfile
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from tenants.graph import tenant_graph
 from tenants.models import Role
+from tenants.wiring import tenant_graph
 from tests.pdf_files import bomb, pdf_of, text_stream
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -11,8 +11,8 @@ from kgapp.graph import jobs
 from kgapp.graph.ingest.model import EpisodeInput
 from kgapp.graph.ingest.service import episode_submit
 from kgapp.graph.records import parse_record_id
-from tenants.graph import tenant_graph
 from tenants.models import Role
+from tenants.wiring import tenant_graph
 from tests.llm_fixtures import works_at
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -24,7 +24,7 @@ from surrealdb.data.types.record_id import RecordID
 
 from kgapp.asgi import application
 from kgapp.graph.store import Pool, TenantStore
-from tenants.graph import store_config
+from tenants.wiring import store_config
 from tests.web.test_live_socket import ORIGIN, session_cookie
 
 pytestmark = pytest.mark.django_db(transaction=True)

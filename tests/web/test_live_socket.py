@@ -13,8 +13,8 @@ from django.test import Client
 
 from kgapp.asgi import application
 from tenants import services
-from tenants.graph import tenant_graph
 from tenants.models import Role
+from tenants.wiring import tenant_graph
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -19,8 +19,8 @@ from mcp.types import CallToolResult
 
 from kgapp.web.mcp.server import TOOLS
 from tenants import services
-from tenants.graph import tenant_graph
 from tenants.models import Role
+from tenants.wiring import tenant_graph
 from tests.mcp_client import IN_PROCESS, auth_headers, connected, said, tool_calls
 from tests.security.conftest import graph_snapshot, root_namespaces
 from tests.security.injection_payloads import PAYLOADS

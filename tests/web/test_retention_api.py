@@ -13,8 +13,8 @@ import pytest
 
 from kgapp import tasks
 from kgapp.graph.retention import archive_read
-from tenants.graph import tenant_graph
 from tenants.models import Role, Tenant
+from tenants.wiring import tenant_graph
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -12,8 +12,8 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from kgapp.graph import live
 from kgapp.graph.curation.merge import merge_entities
 from kgapp.graph.records import parse_record_id
-from tenants.graph import tenant_graph
 from tenants.models import Role
+from tenants.wiring import tenant_graph
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

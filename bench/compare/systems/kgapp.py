@@ -19,7 +19,7 @@ from bench.compare.systems.base import System, SystemEntity, SystemFact
 from kgapp import surreal_server
 from kgapp.graph import jobs, schema
 from kgapp.graph.export.snapshot import export_graph
-from kgapp.graph.index import layout
+from kgapp.graph.index import directories
 from kgapp.graph.index.cache import tenant_index
 from kgapp.graph.index.indexer import Indexer
 from kgapp.graph.ingest.model import EpisodeInput
@@ -91,7 +91,7 @@ class KgappSystem(System):
         self._embeddings = embeddings
         # The search index as `make run` keeps it: this machine's indexer holds each
         # tenant's writer between passes; readers refresh from what it committed.
-        self._indexer_lock = layout.hold_indexer_lock()
+        self._indexer_lock = directories.hold_indexer_lock()
         self._indexer = Indexer(lambda: {self.store.namespace or "": self.store})
         self._llm = LLMClient(LLMConfig(base_url=model.base_url, api_key="bench", model="bench"))
 

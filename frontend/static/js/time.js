@@ -13,7 +13,7 @@ export function ms(value) {
 }
 
 // Whether a fact holds at valid time `validAt` as known at system time `knownAt`
-// (DESIGN.md's visibility rule, as in kgapp.graph.queries._VISIBLE):
+// (the visibility rule of kgapp/graph/time.py, as in kgapp.graph.queries._VISIBLE):
 //   valid_at <= validAt < invalid_at   and   created_at <= knownAt < expired_at
 // Times are milliseconds since the epoch; a null or undefined invalid_at / expired_at is
 // an open end (never).

@@ -8,14 +8,15 @@ from typing import Any
 
 from surrealdb.data.types.record_id import RecordID
 
-from kgapp.graph import names, queries
+from kgapp.graph import queries
 from kgapp.graph.curation.common import CurationRefused, audit_of, record_of
 from kgapp.graph.index import entity_index
 from kgapp.graph.index.vectors import neighbours
-from kgapp.graph.ontology import types_compatible
 from kgapp.graph.records import record_key
+from kgapp.graph.resolution import names
+from kgapp.graph.resolution.canonical import canonical_name
+from kgapp.graph.resolution.names import types_compatible
 from kgapp.graph.store import TenantStore
-from kgapp.graph.text import canonical_name
 
 
 async def decide_candidate(
@@ -40,7 +41,7 @@ async def decide_candidate(
 
 
 # Pairs proposed for review: cosine of the name vectors in [EMBEDDING_BAND, 1), or names
-# that resemble each other (kgapp/graph/names.py) among each entity's nearest, of types
+# that resemble each other (kgapp/graph/resolution/names.py) among each entity's nearest, of types
 # that fit or of one name; never a pair whose names differ in what distinguishes two
 # things (a number, a qualifier, a symbol).
 EMBEDDING_BAND = 0.70

@@ -15,7 +15,7 @@ from datetime import datetime
 from pathlib import Path
 
 from kgapp.graph import live
-from kgapp.graph.index import indexer, layout
+from kgapp.graph.index import directories, indexer
 from kgapp.graph.index.entities import EntityIndex
 from kgapp.graph.index.facts import FactIndex
 from kgapp.graph.store import TenantStore
@@ -31,21 +31,21 @@ class TenantIndex:
 
     def __init__(self, directory: Path, namespace: str) -> None:
         self.directory, self.namespace = directory, namespace
-        self.manifest: layout.Manifest | None = None
+        self.manifest: directories.Manifest | None = None
         self.facts, self.entities = FactIndex(None), EntityIndex(None)
         self._stamp: tuple[int, int, int] | None = None
         self._lock = threading.Lock()
 
     def refresh(self) -> None:
         try:
-            found = os.stat(self.directory / layout.MANIFEST)
+            found = os.stat(self.directory / directories.MANIFEST)
         except FileNotFoundError:
             return
         stamp = (found.st_ino, found.st_mtime_ns, found.st_size)
         with self._lock:
             if stamp == self._stamp:
                 return
-            manifest = layout.read_manifest(self.directory, self.namespace)
+            manifest = directories.read_manifest(self.directory, self.namespace)
             if manifest is None or not manifest.trusted:  # the indexer rebuilds it
                 return
             try:
@@ -61,7 +61,7 @@ class TenantIndex:
             self.manifest, self._stamp = manifest, stamp
 
     def applied(self) -> datetime | None:
-        manifest = layout.read_manifest(self.directory, self.namespace)
+        manifest = directories.read_manifest(self.directory, self.namespace)
         return datetime.fromisoformat(manifest.applied) if manifest and manifest.applied else None
 
 
@@ -73,9 +73,9 @@ async def tenant_index(store: TenantStore, *, fresh: bool = False) -> TenantInde
     """The store's tenant's indexes, up to date: with everything committed before this
     call when no indexer runs here or when `fresh`; else as the indexer last left them
     (within about a second)."""
-    base = layout.root()
-    directory = layout.tenant_dir(store.namespace, base)
-    elsewhere = layout.indexer_running(base)
+    base = directories.root()
+    directory = directories.tenant_dir(store.namespace, base)
+    elsewhere = directories.indexer_running(base)
     if not elsewhere:
         await indexer.sync(store, base)
     with _readers_lock:

@@ -63,7 +63,7 @@ class FactIndex(TableIndex):
         relations: Sequence[str] = (),
         edge_types: Sequence[str] = (),
     ) -> np.ndarray:
-        """Rows valid at `as_of` as known at `known_at` (DESIGN.md's visibility rule,
+        """Rows valid at `as_of` as known at `known_at` (the visibility rule of kgapp/graph/time.py,
         time.visible), of the relations and edge types asked for."""
         valid, known = micros(as_of), micros(known_at)
         mask = self.base_mask()

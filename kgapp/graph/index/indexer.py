@@ -2,7 +2,7 @@
 the change feed recorded since the last (or rebuilds the index when there is none, or
 the namespace was made again), commits, and writes the manifest.
 
-One process writes a tenant's index at a time (`layout.writer_lock`). On a machine
+One process writes a tenant's index at a time (`directories.writer_lock`). On a machine
 that runs the indexer (`manage.py search_indexer`, `Indexer`), it is the only writer and
 every other process only reads. Without one (tests, a single process), each process
 that searches runs a pass first (`sync`), so it reads what it wrote.
@@ -26,11 +26,11 @@ from typing import IO, Any
 
 from kgapp.graph import live, queries
 from kgapp.graph.errors import GraphError
-from kgapp.graph.index import layout
+from kgapp.graph.index import directories
 from kgapp.graph.index import vectors as nearest_vectors
+from kgapp.graph.index.directories import Manifest
 from kgapp.graph.index.entities import ENTITIES
 from kgapp.graph.index.facts import FACTS
-from kgapp.graph.index.layout import Manifest
 from kgapp.graph.index.table import TableSpec
 from kgapp.graph.index.writer import TableWriter
 from kgapp.graph.records import record_key
@@ -90,7 +90,7 @@ class TenantWriter:
             epoch, now, first = await store.query(sql)
             first = first or []
         epoch = str(epoch)
-        on_disk = layout.read_manifest(self.directory, self.namespace)
+        on_disk = directories.read_manifest(self.directory, self.namespace)
         if (
             on_disk is None
             or on_disk.epoch != epoch
@@ -120,7 +120,9 @@ class TenantWriter:
         generation = previous.generation + 1 if previous else 1
         self.manifest = Manifest(self.namespace, epoch, build, generation=generation)
         self.tables = {
-            spec.table: TableWriter(self.directory / build / spec.table, spec, layout.TableState())
+            spec.table: TableWriter(
+                self.directory / build / spec.table, spec, directories.TableState()
+            )
             for spec in TABLES
         }
         start = now - CURSOR_MARGIN
@@ -208,7 +210,7 @@ class TenantWriter:
         if changed or durable:
             manifest.generation += 1
 
-            def commit(writer: TableWriter) -> layout.TableState:
+            def commit(writer: TableWriter) -> directories.TableState:
                 return writer.commit(manifest.generation, durable=durable, threads=self.threads)
 
             if durable:  # side by side: each table's commit waits mostly on the disk
@@ -221,7 +223,7 @@ class TenantWriter:
             manifest.cursor = self.tail.cursor
         manifest.applied = now.isoformat()
         manifest.synced = self.unsynced_since is None
-        layout.write_manifest(self.directory, manifest)
+        directories.write_manifest(self.directory, manifest)
         return manifest
 
     def _durable(self, changed: bool) -> bool:
@@ -276,7 +278,7 @@ async def sync(store: TenantStore, base: Path | None = None) -> None:
     """Run one pass for the store's tenant in this process, under the tenant's writer
     lock (waiting for another process's pass to end)."""
     namespace = store.namespace or ""
-    directory = layout.tenant_dir(namespace, base)
+    directory = directories.tenant_dir(namespace, base)
     handle = await _lock(directory, INLINE_WAIT)
     if handle is None:
         log.warning("search index of %s: another process kept it locked", namespace)
@@ -295,12 +297,12 @@ async def sync(store: TenantStore, base: Path | None = None) -> None:
         while len(_inline) > _INLINE_TENANTS:
             _inline.popitem(last=False)[1].close()
     finally:
-        layout.release(handle)
+        directories.release(handle)
 
 
 async def _lock(directory: Path, wait: float) -> IO[str] | None:
     deadline = time.monotonic() + wait
-    while (handle := layout.try_writer_lock(directory)) is None:
+    while (handle := directories.try_writer_lock(directory)) is None:
         if time.monotonic() >= deadline:
             return None
         await asyncio.sleep(0.01)
@@ -328,7 +330,7 @@ class Indexer:
         self.writers: dict[str, tuple[TenantWriter, IO[str]]] = {}
 
     async def run(self, stop: asyncio.Event) -> None:
-        handle = layout.hold_indexer_lock(self.base)
+        handle = directories.hold_indexer_lock(self.base)
         try:
             while not stop.is_set():
                 started = time.monotonic()
@@ -355,7 +357,7 @@ class Indexer:
         stores = self.stores()
         for namespace in list(self.writers.keys() - stores.keys()):
             self._drop(namespace)
-            layout.remove(namespace, self.base)  # the tenant is gone
+            directories.remove(namespace, self.base)  # the tenant is gone
         for namespace, store in stores.items():
             try:
                 writer = await self._writer(namespace)
@@ -368,7 +370,7 @@ class Indexer:
     async def _writer(self, namespace: str) -> TenantWriter | None:
         found = self.writers.get(namespace)
         if found is None:
-            directory = layout.tenant_dir(namespace, self.base)
+            directory = directories.tenant_dir(namespace, self.base)
             handle = await _lock(directory, INLINE_WAIT)
             if handle is None:  # a process's pass that does not end
                 log.warning("search index of %s stays locked", namespace)
@@ -382,4 +384,4 @@ class Indexer:
     def _drop(self, namespace: str) -> None:
         writer, handle = self.writers.pop(namespace)
         writer.close()
-        layout.release(handle)
+        directories.release(handle)

@@ -20,7 +20,7 @@ import numpy as np
 
 from kgapp.graph.index import vectors as nearest_vectors
 from kgapp.graph.index.columns import Columns, Spec
-from kgapp.graph.index.layout import TableState
+from kgapp.graph.index.directories import TableState
 from kgapp.graph.index.text import TextReader
 
 # Every table's columns beside its own: whether the row is a current record, has a

@@ -8,7 +8,7 @@ manifest names and measures. A reader (`TailTerms`) searches the logged texts it
 with tantivy's BM25, and leaves out the committed documents they replace; a writer that
 opens an index whose manifest names a tail puts its texts into tantivy again
 (`read_entries`), then commits. A manifest with a tail is trusted only on the boot that
-wrote it (`layout.trusted`): its files were not yet synced to the disk.
+wrote it (`directories.trusted`): its files were not yet synced to the disk.
 
 One line per entry, JSON: `[row, [texts...]]` for a put, `[row]` for a delete.
 """

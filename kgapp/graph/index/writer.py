@@ -22,7 +22,7 @@ import numpy as np
 
 from kgapp.graph.index import vectors as nearest_vectors
 from kgapp.graph.index.columns import Columns
-from kgapp.graph.index.layout import TableState
+from kgapp.graph.index.directories import TableState
 from kgapp.graph.index.table import COMMON, Lines, TableSpec
 from kgapp.graph.index.text import TextWriter
 from kgapp.graph.records import record_key

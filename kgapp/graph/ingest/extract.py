@@ -9,13 +9,7 @@ from typing import cast
 
 from kgapp.graph.embeddings import EmbeddingError
 from kgapp.graph.ingest.indexing import embed_units_aside, episode_units
-from kgapp.graph.ingest.model import (
-    EntityDraft,
-    EpisodeInput,
-    EpisodeWork,
-    FactDraft,
-    IngestContext,
-)
+from kgapp.graph.ingest.model import EpisodeInput, EpisodeWork, IngestContext
 from kgapp.graph.ingest.offline.extractor import (
     DEFAULT_MODEL,
     ExtractorUnavailable,
@@ -25,7 +19,8 @@ from kgapp.graph.ingest.screen import screen_text
 from kgapp.graph.llm.prompts import extract as prompt
 from kgapp.graph.llm.prompts.extract import ExtractedFact, Extraction
 from kgapp.graph.records import record_key
-from kgapp.graph.text import canonical_name, clean_text, display_name, visible_text
+from kgapp.graph.resolution.canonical import canonical_name, clean_text, display_name, visible_text
+from kgapp.graph.resolution.model import EntityDraft, FactDraft
 from kgapp.graph.time import parse_when
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import secrets
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -20,15 +19,10 @@ from kgapp.graph.embeddings import Embedder
 from kgapp.graph.ingest.offline.extractor import OfflineExtractor
 from kgapp.graph.llm.client import LLMClient
 from kgapp.graph.ontology import Ontology
+from kgapp.graph.resolution.model import EntityDraft, FactDraft
 from kgapp.graph.store import TenantStore
 
 Source = Literal["message", "text", "json", "chunk"]
-EdgeType = Literal["semantic", "temporal", "causal", "entity"]
-
-
-def new_key() -> str:
-    """A random record key: time-ordered prefix (ms), then randomness."""
-    return f"{int(time.time() * 1000):012x}{secrets.token_hex(6)}"
 
 
 @dataclass(frozen=True)
@@ -63,59 +57,6 @@ class EpisodeInput:
         if not self.messages:
             return parse_message_lines(self.content)
         return tuple(m for m in self.messages if m.text.strip())
-
-
-@dataclass
-class EntityDraft:
-    """An entity as extracted, then as resolved to a record."""
-
-    name: str
-    entity_type: str
-    summary: str
-    canonical: str = ""
-    embedding: list[float] | None = None
-    record: RecordID | None = None
-    is_new: bool = True
-    # Set when resolution matched another spelling: the alias to record for next time.
-    alias: str | None = None
-    # Existing entities that may be this one (embedding band or similar names), best
-    # first, each with its `score` and the `method` that proposed it.
-    candidates: list[dict[str, Any]] = field(default_factory=list)
-    # Set when this name was merged into an existing entity automatically: recorded
-    # (and undoable) as an `auto_merge` audit entry.
-    merge: AutoMerge | None = None
-    # False when it resolved through an alias or a merged entity's name: then its type
-    # counts only after those of the entity's own names (persist.py).
-    own_name: bool = True
-
-
-@dataclass(frozen=True)
-class AutoMerge:
-    """Why an extracted name was merged into an existing entity without a person."""
-
-    rule: str  # same_name | typo | llm
-    score: float  # agreement of the names, 0..1
-    cosine: float | None  # of the name embeddings, when they were compared
-    survivor_name: str
-
-
-@dataclass
-class FactDraft:
-    source: EntityDraft
-    target: EntityDraft
-    relation: str
-    fact: str
-    edge_type: EdgeType
-    confidence: float
-    valid_at: datetime
-    invalid_at: datetime | None
-    embedding: list[float] | None = None
-    record: RecordID | None = None
-    # Resolution outcome: an existing fact this one repeats, and existing facts it ends.
-    duplicate_of: dict[str, Any] | None = None
-    contradicts: list[dict[str, Any]] = field(default_factory=list)
-    # When a newer fact already holds, this one ends where that one starts.
-    closed_by: dict[str, Any] | None = None
 
 
 @dataclass

@@ -16,14 +16,15 @@ from kgapp.graph import communities, queries
 from kgapp.graph.chunking import split_sentences
 from kgapp.graph.errors import QueryFailed, UniqueViolation
 from kgapp.graph.ingest.indexing import add_units, units_embedded
-from kgapp.graph.ingest.model import EntityDraft, EpisodeWork, FactDraft, IngestContext
+from kgapp.graph.ingest.model import EpisodeWork, IngestContext
 from kgapp.graph.ingest.prepare import saga_record
 from kgapp.graph.ingest.progress import add_progress
-from kgapp.graph.ingest.resolve_entities import new_record
-from kgapp.graph.ingest.resolve_facts import fact_record, revision_row
-from kgapp.graph.names import match_key
 from kgapp.graph.ontology import mention_type
-from kgapp.graph.text import alias_key
+from kgapp.graph.resolution.canonical import alias_key
+from kgapp.graph.resolution.entities import new_record
+from kgapp.graph.resolution.facts import fact_record, revision_row
+from kgapp.graph.resolution.model import EntityDraft, FactDraft
+from kgapp.graph.resolution.names import match_key
 
 SUMMARY_LIMIT = 1000
 # The audit actor of merges that resolution made without a person.

@@ -14,6 +14,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
 from surrealdb.data.types.record_id import RecordID
@@ -23,26 +24,26 @@ from kgapp.graph.documents.pdf import PdfLimits
 from kgapp.graph.embeddings import Embedder
 from kgapp.graph.errors import GraphUnavailable, QueryFailed, UniqueViolation
 from kgapp.graph.ingest.chunk import document_status, read_document
-from kgapp.graph.ingest.decide import decide
 from kgapp.graph.ingest.extract import drafts_from, extract, extract_ahead
-from kgapp.graph.ingest.indexing import index_pending
+from kgapp.graph.ingest.indexing import embed_episode, index_pending
 from kgapp.graph.ingest.model import EpisodeInput, EpisodeWork, IngestContext, Progress
 from kgapp.graph.ingest.offline.extractor import OfflineExtractor
 from kgapp.graph.ingest.persist import persist
 from kgapp.graph.ingest.prepare import prepare
 from kgapp.graph.ingest.progress import counts_of, progress_params, usage_of
-from kgapp.graph.ingest.resolve_entities import resolve_entities
-from kgapp.graph.ingest.resolve_facts import (
-    drop_facts_ahead,
-    existing_facts,
-    llm_candidates,
-    resolve_facts,
-)
 from kgapp.graph.ingest.versions import DocumentPlan, document_plan
 from kgapp.graph.llm.client import LLMClient
 from kgapp.graph.llm.errors import LLMError, LLMQuotaExceeded
 from kgapp.graph.ontology import ontology_load
 from kgapp.graph.records import record_key
+from kgapp.graph.resolution.decide import decide
+from kgapp.graph.resolution.entities import resolve_entities
+from kgapp.graph.resolution.facts import (
+    drop_facts_ahead,
+    existing_facts,
+    llm_candidates,
+    resolve_facts,
+)
 from kgapp.graph.store import TenantStore
 
 logger = logging.getLogger(__name__)
@@ -109,7 +110,7 @@ async def _extracted_and_written(ctx: IngestContext, work: EpisodeWork) -> Recor
 async def resolve_and_persist(ctx: IngestContext, work: EpisodeWork) -> None:
     ctx.now = datetime.now(UTC)
     try:
-        await resolve_entities(ctx, work)
+        await resolve_entities(ctx, work, partial(embed_episode, ctx, work))
         known, summaries = await existing_facts(ctx, work)
     finally:
         drop_facts_ahead(work)  # read ahead, not taken: resolution failed

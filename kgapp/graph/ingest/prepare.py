@@ -10,7 +10,7 @@ from surrealdb.data.types.record_id import RecordID
 from kgapp.graph import queries
 from kgapp.graph.ingest.model import EpisodeInput, EpisodeWork, IngestContext
 from kgapp.graph.records import record_key
-from kgapp.graph.text import clean_text, content_hash
+from kgapp.graph.resolution.canonical import clean_text, content_hash
 
 CONTEXT_EPISODES = 3
 

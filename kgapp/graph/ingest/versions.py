@@ -21,8 +21,8 @@ from kgapp.graph import queries
 from kgapp.graph.ingest.chunk import chunk, conversation_episodes, conversation_messages
 from kgapp.graph.ingest.model import EpisodeInput
 from kgapp.graph.records import record_key
+from kgapp.graph.resolution.canonical import content_hash
 from kgapp.graph.store import TenantStore
-from kgapp.graph.text import content_hash
 
 
 @dataclass

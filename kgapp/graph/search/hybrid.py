@@ -28,7 +28,7 @@ from kgapp.graph.search.reads import (
     facts_near,
     record_id,
 )
-from kgapp.graph.search.retrieval import count_retrievals
+from kgapp.graph.search.retrieval_counts import count_retrievals
 from kgapp.graph.store import TenantStore
 
 

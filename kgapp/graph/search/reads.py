@@ -27,8 +27,8 @@ from kgapp.graph.records import (
     found,
     record_key,
 )
+from kgapp.graph.resolution.canonical import canonical_name
 from kgapp.graph.store import TenantStore
-from kgapp.graph.text import canonical_name
 from kgapp.graph.time import Moment
 
 

@@ -34,8 +34,8 @@ from kgapp.web import ratelimits, refusals
 from kgapp.web.ratelimits import RateLimited
 from tenants.access import TenantAccess
 from tenants.errors import TenantAccessError
-from tenants.graph import tenant_graph
 from tenants.models import Role, Tenant
+from tenants.wiring import tenant_graph
 
 logger = logging.getLogger(__name__)
 

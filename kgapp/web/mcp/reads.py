@@ -33,7 +33,7 @@ from kgapp.web.schemas import (
     SearchOut,
     TimeIn,
 )
-from tenants.graph import llm_model, query_with_models, search_with_models
+from tenants.wiring import llm_model, query_with_models, search_with_models
 
 _SEARCH = SearchIn.model_fields
 _QUERY = QueryIn.model_fields

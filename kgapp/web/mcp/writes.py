@@ -24,8 +24,8 @@ from kgapp.graph.search import reads
 from kgapp.web.mcp import text
 from kgapp.web.mcp.calls import answer, caller, parsed
 from kgapp.web.schemas import EntityRefIn, EpisodeIn, EpisodeSource, FactIn, FactOut, Instant
-from tenants.graph import embedder
 from tenants.models import Role
+from tenants.wiring import embedder
 
 _EPISODE = EpisodeIn.model_fields
 _FACT = FactIn.model_fields

@@ -20,8 +20,8 @@ from kgapp.web.routers.tenant import DENIED, LIMITED
 from kgapp.web.schemas import AskIn, ErrorOut, QuestionOut
 from tenants import selectors, services
 from tenants.access import tenant_access
-from tenants.graph import answer_client, ask_with_models, tenant_graph
 from tenants.models import Tenant
+from tenants.wiring import answer_client, ask_with_models, tenant_graph
 
 logger = logging.getLogger(__name__)
 router = Router(tags=["ask"])

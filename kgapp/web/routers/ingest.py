@@ -40,8 +40,8 @@ from kgapp.web.schemas import (
     UploadEstimateOut,
 )
 from tenants.access import tenant_access
-from tenants.graph import embedder, llm_model, pdf_limits, tenant_graph
 from tenants.models import Role
+from tenants.wiring import embedder, llm_model, pdf_limits, tenant_graph
 
 router = Router(tags=["ingest"])
 MAX_FILES = 50

@@ -9,7 +9,7 @@ from ninja import Query, Router, Status
 from ninja.errors import HttpError
 
 from kgapp import tasks
-from kgapp.graph import communities, layout
+from kgapp.graph import communities, drawing
 from kgapp.graph.curation import pins
 from kgapp.graph.records import parse_record_id, to_json
 from kgapp.graph.search import diff, elements, history, reads
@@ -45,8 +45,8 @@ from kgapp.web.schemas import (
     TimeIn,
 )
 from tenants.access import tenant_access
-from tenants.graph import embedder, query_with_models, search_with_models, tenant_graph
 from tenants.models import Role
+from tenants.wiring import embedder, query_with_models, search_with_models, tenant_graph
 
 router = Router(tags=["retrieval"])
 
@@ -244,7 +244,7 @@ def graph_layout(request: HttpRequest, tenant: str, payload: LayoutIn) -> Any:
     """Positions for drawing a large graph (the explorer's first layout of more than
     a thousand entities): Fruchterman-Reingold in igraph."""
     tenant_access(request.user, tenant)
-    return {"positions": layout.positions(payload.count, payload.edges, payload.aspect)}
+    return {"positions": drawing.positions(payload.count, payload.edges, payload.aspect)}
 
 
 @router.post(

@@ -24,8 +24,8 @@ from kgapp.web.schemas import (
 )
 from tenants import selectors, services
 from tenants.access import tenant_access
-from tenants.graph import tenant_graph
 from tenants.models import Invitation, Membership, Role
+from tenants.wiring import tenant_graph
 
 router = Router(tags=["tenant"])
 DENIED = {400: ErrorOut, 403: ErrorOut, 404: ErrorOut, 503: ErrorOut}

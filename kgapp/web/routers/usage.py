@@ -12,7 +12,7 @@ from kgapp.graph import costs
 from kgapp.web.routers.tenant import DENIED
 from kgapp.web.schemas import ErrorOut, MonthUsageOut, UsageFilter
 from tenants.access import tenant_access
-from tenants.graph import tenant_graph
+from tenants.wiring import tenant_graph
 
 router = Router(tags=["usage"])
 

@@ -10,8 +10,8 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from kgapp.graph.errors import GraphError
 from kgapp.graph.index.indexer import CHECKPOINT_EVERY, Indexer
 from kgapp.graph.store import TenantStore
-from tenants.graph import graph_runtime
 from tenants.models import Tenant
+from tenants.wiring import graph_runtime
 
 TENANTS_EVERY = 2.0  # seconds between reads of the tenant list
 

@@ -9,7 +9,7 @@ import gc
 
 import pytest
 
-from kgapp.graph.index import indexer, layout
+from kgapp.graph.index import directories, indexer
 from kgapp.graph.index.text import TextWriter
 from tests.graph.index.test_search_index import (
     add_fact,
@@ -34,8 +34,8 @@ async def die_in_a_pass(store, monkeypatch, *, where: str) -> None:
     if where == "before the text commit":
         monkeypatch.setattr(TextWriter, "commit", killed)
     else:
-        monkeypatch.setattr(layout, "write_manifest", killed)
-    directory = layout.tenant_dir(store.namespace)
+        monkeypatch.setattr(directories, "write_manifest", killed)
+    directory = directories.tenant_dir(store.namespace)
     writer = indexer.TenantWriter(directory, store.namespace)
     with pytest.raises(Killed):
         await writer.run_pass(store)

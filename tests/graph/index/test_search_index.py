@@ -18,7 +18,7 @@ from surrealdb.data.types.record_id import RecordID
 
 from kgapp.graph import queries, schema
 from kgapp.graph.embeddings import local_embedder
-from kgapp.graph.index import cache, fact_index, indexer, layout, micros, tenant_index
+from kgapp.graph.index import cache, directories, fact_index, indexer, micros, tenant_index
 from kgapp.graph.index import vectors as nearest_vectors
 from kgapp.graph.index.analysis import K1, B, bm25, terms
 from kgapp.graph.index.text import TextReader, TextWriter
@@ -179,7 +179,7 @@ async def test_a_namespace_made_again_starts_a_new_copy(migrated_store, store_co
     assert (again.epoch, again.build) != (first.epoch, first.build)
     assert (await fact_index(store)).size == 0
     # The old build's files are gone with it.
-    assert not (layout.tenant_dir(store.namespace) / first.build).exists()
+    assert not (directories.tenant_dir(store.namespace) / first.build).exists()
 
 
 async def test_relation_filters_apply_before_the_limit(migrated_store) -> None:
@@ -250,7 +250,7 @@ async def test_the_index_outlives_the_process(migrated_store) -> None:
     assert (await tenant_index(store)).manifest.build == build  # read, not rebuilt
     # Deleted from the disk: rebuilt from the database on the next search.
     forget_this_process()
-    shutil.rmtree(layout.tenant_dir(store.namespace))
+    shutil.rmtree(directories.tenant_dir(store.namespace))
     assert await found(store, "Orbital") == ["Ada works at Orbital Labs."]
 
 
@@ -258,7 +258,7 @@ async def test_passes_close_together_read_the_feed_back_once(migrated_store) -> 
     """A pass reads back FEED_LOOKBACK seconds for late commits at most every
     SWEEP_EVERY; the passes between read from their cursor and still see every write."""
     store = await facts_store(migrated_store)
-    writer = indexer.TenantWriter(layout.tenant_dir(store.namespace), store.namespace)
+    writer = indexer.TenantWriter(directories.tenant_dir(store.namespace), store.namespace)
     await writer.run_pass(store)  # the first builds the index from the records
     assert writer.tail is not None
     read, sweeps = writer.tail.read, []
@@ -284,7 +284,7 @@ async def test_passes_close_together_read_the_feed_back_once(migrated_store) -> 
 
 async def test_a_pass_reads_the_state_and_the_feed_in_one_round_trip(migrated_store) -> None:
     store = await facts_store(migrated_store)
-    writer = indexer.TenantWriter(layout.tenant_dir(store.namespace), store.namespace)
+    writer = indexer.TenantWriter(directories.tenant_dir(store.namespace), store.namespace)
     await writer.run_pass(store)
     await add_fact(store, "f2", "Ada met Quantum Labs.", "quantum", at(2024, 2, 1))
 
@@ -311,22 +311,22 @@ async def test_one_tenants_index_is_never_opened_for_another(migrated_store) -> 
     # Our index put where theirs lives, as a copy and as a link: refused, and theirs is
     # rebuilt from their own database.
     for place in ("copy", "link"):
-        target = layout.tenant_dir(theirs.namespace)
+        target = directories.tenant_dir(theirs.namespace)
         shutil.rmtree(target, ignore_errors=True)
         if place == "copy":
-            shutil.copytree(layout.tenant_dir(ours.namespace), target)
+            shutil.copytree(directories.tenant_dir(ours.namespace), target)
         else:
-            target.symlink_to(layout.tenant_dir(ours.namespace), target_is_directory=True)
+            target.symlink_to(directories.tenant_dir(ours.namespace), target_is_directory=True)
             target = target.resolve()
-        assert layout.read_manifest(layout.tenant_dir(theirs.namespace), theirs.namespace) is None
+        assert directories.read_manifest(directories.tenant_dir(theirs.namespace), theirs.namespace) is None
         assert await found(theirs, "Orbital") == []
         assert (await fact_index(theirs)).size == 0
         forget_this_process()
         if place == "link":
-            layout.tenant_dir(theirs.namespace).unlink(missing_ok=True)
+            directories.tenant_dir(theirs.namespace).unlink(missing_ok=True)
     assert await found(ours, "Orbital") == ["Ada works at Orbital Labs."]
     with pytest.raises(Exception, match="namespace"):
-        layout.tenant_dir("../" + ours.namespace)
+        directories.tenant_dir("../" + ours.namespace)
 
 
 async def test_an_indexer_process_keeps_readers_up_to_date(migrated_store, store_config) -> None:
@@ -357,10 +357,10 @@ async def test_an_indexer_process_keeps_readers_up_to_date(migrated_store, store
     forget_this_process()
     try:
         for _ in range(200):
-            if layout.indexer_running():
+            if directories.indexer_running():
                 break
             await asyncio.sleep(0.01)
-        assert layout.indexer_running()
+        assert directories.indexer_running()
         await add_fact(store, "f2", "Ada joined Quantum Labs.", "quantum", at(2024, 6, 1))
         deadline = asyncio.get_running_loop().time() + 10
         while await found(store, "Quantum") != ["Ada joined Quantum Labs."]:
@@ -375,7 +375,7 @@ async def test_an_indexer_process_keeps_readers_up_to_date(migrated_store, store
         if loop_stop is not None:
             loop_stop._loop.call_soon_threadsafe(loop_stop.set)  # type: ignore[attr-defined]
         thread.join(10)
-    assert not layout.indexer_running()
+    assert not directories.indexer_running()
 
 
 async def test_the_graph_of_vectors_finds_what_an_exact_search_finds(
@@ -409,7 +409,7 @@ async def test_the_graph_of_vectors_finds_what_an_exact_search_finds(
     # Rebuilt from scratch, the graph grows page by page while the pages are read.
     before = index.cosine(vector, mask, 5)
     forget_this_process()
-    shutil.rmtree(layout.tenant_dir(store.namespace))
+    shutil.rmtree(directories.tenant_dir(store.namespace))
     rebuilt = await fact_index(store)
     assert rebuilt.graph is not None and rebuilt.column("in_hnsw").all()
     after = rebuilt.cosine(vector, rebuilt.visible(datetime.now(UTC), datetime.now(UTC)), 5)

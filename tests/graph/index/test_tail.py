@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from surrealdb.data.types.record_id import RecordID
 
 from kgapp.graph import queries, schema
-from kgapp.graph.index import fact_index, indexer, layout, tenant_index
+from kgapp.graph.index import directories, fact_index, indexer, tenant_index
 from kgapp.graph.index.text import TextReader, TextWriter
 from kgapp.graph.namespaces import namespace_remove
 from kgapp.graph.store import Pool, StoreConfig, TenantStore
@@ -156,26 +156,26 @@ def test_a_reader_finds_what_the_writer_put_committed_or_not(tmp_path: Path, ste
 def indexer_elsewhere():
     """This machine's indexer lock held, as while `manage.py search_indexer` runs:
     searches here only read what the test's writer publishes."""
-    handle = layout.hold_indexer_lock()
+    handle = directories.hold_indexer_lock()
     yield
     handle.close()
 
 
-def on_disk(store) -> layout.Manifest:
-    manifest = layout.read_manifest(layout.tenant_dir(store.namespace), store.namespace)
+def on_disk(store) -> directories.Manifest:
+    manifest = directories.read_manifest(directories.tenant_dir(store.namespace), store.namespace)
     assert manifest is not None
     return manifest
 
 
 def tails(store) -> list[str]:
-    return sorted(p.name for p in layout.tenant_dir(store.namespace).glob("*/*/tail-*"))
+    return sorted(p.name for p in directories.tenant_dir(store.namespace).glob("*/*/tail-*"))
 
 
 async def changed_since_indexed(migrated_store):
     """A tenant indexed by an indexer's writer (due to commit only after an hour), then
     one fact added and one rewritten, and a pass that published them in the tail."""
     store = await facts_store(migrated_store)
-    directory = layout.tenant_dir(store.namespace)
+    directory = directories.tenant_dir(store.namespace)
     writer = indexer.TenantWriter(directory, store.namespace, checkpoint_every=3600)
     await writer.run_pass(store)
     assert on_disk(store).synced
@@ -224,7 +224,7 @@ async def test_a_writer_that_dies_leaves_its_tail_to_the_next(
     # the tail's changes are older than FEED_LOOKBACK: they come from the tail alone.
     monkeypatch.setattr(indexer, "FEED_LOOKBACK", 0.0)
     following = indexer.TenantWriter(
-        layout.tenant_dir(store.namespace), store.namespace, checkpoint_every=3600
+        directories.tenant_dir(store.namespace), store.namespace, checkpoint_every=3600
     )
     await following.run_pass(store)  # takes the tail into tantivy and commits it
     manifest = on_disk(store)
@@ -238,10 +238,10 @@ async def test_a_tail_is_not_trusted_after_the_machine_restarts(
 ) -> None:
     store, writer = await changed_since_indexed(migrated_store)
     writer.close()
-    directory = layout.tenant_dir(store.namespace)
+    directory = directories.tenant_dir(store.namespace)
     manifest = on_disk(store)
-    raw = json.loads((directory / layout.MANIFEST).read_text())
-    (directory / layout.MANIFEST).write_text(json.dumps({**raw, "boot": "an earlier boot"}))
+    raw = json.loads((directory / directories.MANIFEST).read_text())
+    (directory / directories.MANIFEST).write_text(json.dumps({**raw, "boot": "an earlier boot"}))
     assert not on_disk(store).trusted
     forget_this_process()
     assert await found(store, "Quantum") == []  # readers wait for the rebuild
@@ -306,7 +306,7 @@ class IndexScenario:
                     ]
                 },
             )
-            directory = layout.tenant_dir(namespace)
+            directory = directories.tenant_dir(namespace)
             writer = indexer.TenantWriter(directory, namespace, checkpoint_every=3600)
             await writer.run_pass(store)
             for action, number, word in steps:

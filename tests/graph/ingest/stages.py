@@ -6,25 +6,22 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import UTC, datetime
+from functools import partial
 
 from kgapp.graph.embeddings import local_embedder
-from kgapp.graph.ingest.decide import decide
-from kgapp.graph.ingest.model import (
-    EntityDraft,
-    EpisodeInput,
-    EpisodeWork,
-    FactDraft,
-    IngestContext,
-)
+from kgapp.graph.ingest.indexing import embed_episode
+from kgapp.graph.ingest.model import EpisodeInput, EpisodeWork, IngestContext
 from kgapp.graph.ingest.persist import persist
 from kgapp.graph.ingest.pipeline import ingest_context
 from kgapp.graph.ingest.prepare import episode_record
-from kgapp.graph.ingest.resolve_entities import resolve_entities
-from kgapp.graph.ingest.resolve_facts import existing_facts, llm_candidates, resolve_facts
 from kgapp.graph.llm.client import LLMClient
 from kgapp.graph.llm.transport import LLMConfig
+from kgapp.graph.resolution.canonical import canonical_name, content_hash, display_name
+from kgapp.graph.resolution.decide import decide
+from kgapp.graph.resolution.entities import resolve_entities
+from kgapp.graph.resolution.facts import existing_facts, llm_candidates, resolve_facts
+from kgapp.graph.resolution.model import EntityDraft, FactDraft
 from kgapp.graph.store import TenantStore
-from kgapp.graph.text import canonical_name, content_hash, display_name
 
 JAN = datetime(2024, 1, 15, tzinfo=UTC)
 FEB = datetime(2024, 2, 1, tzinfo=UTC)
@@ -66,7 +63,7 @@ def episode(text: str, when: datetime, entities: Iterable[EntityDraft] = (),
 async def write(store: TenantStore, work: EpisodeWork) -> EpisodeWork:
     """`work` resolved and persisted as the pipeline does it, without a model."""
     ctx = await context(store)
-    await resolve_entities(ctx, work)
+    await resolve_entities(ctx, work, partial(embed_episode, ctx, work))
     known, summaries = await existing_facts(ctx, work)
     await decide(ctx, work, llm_candidates(ctx, work, known))
     resolve_facts(ctx, work, known)

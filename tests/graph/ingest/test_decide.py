@@ -5,14 +5,16 @@ scripted loopback server (tests/llm_server.py); SurrealDB and embeddings are rea
 from __future__ import annotations
 
 import json
+from functools import partial
 
 import pytest
 
-from kgapp.graph.ingest.decide import decide
+from kgapp.graph.ingest.indexing import embed_episode
 from kgapp.graph.ingest.persist import persist
-from kgapp.graph.ingest.resolve_entities import new_record, resolve_entities
-from kgapp.graph.ingest.resolve_facts import existing_facts, llm_candidates
 from kgapp.graph.records import to_json
+from kgapp.graph.resolution.decide import decide
+from kgapp.graph.resolution.entities import new_record, resolve_entities
+from kgapp.graph.resolution.facts import existing_facts, llm_candidates
 from tests.graph.ingest.stages import JAN, MAR, context, entity, episode, fact, model, said, write
 from tests.llm_server import Reply
 
@@ -23,7 +25,7 @@ async def ambiguous(store, llm=None):
     await write(store, episode("Acme Corp opened.", JAN, [entity("Acme Corp", "Organization")]))
     ctx = await context(store, llm)
     work = episode("Acme Group hired.", MAR, [entity("Acme Group", "Organization")])
-    await resolve_entities(ctx, work)
+    await resolve_entities(ctx, work, partial(embed_episode, ctx, work))
     return ctx, work
 
 
@@ -79,7 +81,7 @@ async def test_nothing_to_decide_asks_no_model(migrated_store, scripted_llm) -> 
     store = await migrated_store()
     ctx = await context(store, model(scripted_llm.base_url))
     work = episode("Nadia Brook was mentioned.", JAN, [entity("Nadia Brook")])
-    await resolve_entities(ctx, work)
+    await resolve_entities(ctx, work, partial(embed_episode, ctx, work))
     assert await decide(ctx, work, []) == (False, {})
     assert scripted_llm.chat_requests() == []
 
@@ -98,7 +100,7 @@ async def test_fact_decisions_are_keyed_by_the_facts_place_in_the_episode(
                        entity("Go Club", "Organization"))
     again, other = fact(alice, "MEMBER_OF", club, MAR), fact(alice, "MEMBER_OF", go, MAR)
     work = episode("Alice plays chess and go.", MAR, [alice, club, go], [again, other])
-    await resolve_entities(ctx, work)
+    await resolve_entities(ctx, work, partial(embed_episode, ctx, work))
     checks = llm_candidates(ctx, work, (await existing_facts(ctx, work))[0])
     changed, decisions = await decide(ctx, work, checks)
     assert changed is False

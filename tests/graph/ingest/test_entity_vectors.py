@@ -1,4 +1,4 @@
-"""The worker's copy of a tenant's name vectors (ingest/vectors.py), topped up from the
+"""The worker's copy of a tenant's name vectors (resolution/vectors.py), topped up from the
 real SurrealDB server: what it holds, what it reads again, and what it never offers."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import numpy as np
 from surrealdb.data.types.record_id import RecordID
 
 from kgapp.graph import queries
-from kgapp.graph.ingest.vectors import OVERLAP, EntityVectors
+from kgapp.graph.resolution.vectors import OVERLAP, EntityVectors
 
 
 def unit(seed: int) -> list[float]:

@@ -41,8 +41,9 @@ from kgapp.graph.documents.parse import parse_document
 from kgapp.graph.embeddings import local_embedder
 from kgapp.graph.ingest import service
 from kgapp.graph.namespaces import namespace_remove
-from kgapp.graph.ontology import Ontology, ontology_load, ontology_save, types_compatible
+from kgapp.graph.ontology import Ontology, ontology_load, ontology_save
 from kgapp.graph.records import parse_record_id
+from kgapp.graph.resolution.names import types_compatible
 from kgapp.graph.store import Pool, StoreConfig, TenantStore
 from tests.conftest import unique_slug
 

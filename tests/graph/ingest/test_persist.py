@@ -3,21 +3,24 @@ transaction, on the real SurrealDB server with the real local embeddings."""
 
 from __future__ import annotations
 
+from functools import partial
+
 import pytest
 
 from kgapp.graph.errors import QueryFailed
+from kgapp.graph.ingest.indexing import embed_episode
 from kgapp.graph.ingest.persist import persist
 from kgapp.graph.ingest.prepare import prepare
-from kgapp.graph.ingest.resolve_entities import resolve_entities
-from kgapp.graph.ingest.resolve_facts import existing_facts, resolve_facts
 from kgapp.graph.records import to_json
+from kgapp.graph.resolution.entities import resolve_entities
+from kgapp.graph.resolution.facts import existing_facts, resolve_facts
 from tests.graph.ingest.stages import JAN, MAR, context, entity, episode, fact, said, write
 
 
 async def resolved(store, work):
     """The context and the summaries, `work` resolved and ready to persist."""
     ctx = await context(store)
-    await resolve_entities(ctx, work)
+    await resolve_entities(ctx, work, partial(embed_episode, ctx, work))
     known, summaries = await existing_facts(ctx, work)
     resolve_facts(ctx, work, known)
     return ctx, summaries

@@ -8,7 +8,6 @@ from datetime import UTC, datetime
 
 import pytest
 
-from kgapp.graph import names
 from kgapp.graph.curation.common import CurationRefused
 from kgapp.graph.curation.duplicates import generate_candidates
 from kgapp.graph.curation.pages import audit_get, audit_page
@@ -16,7 +15,8 @@ from kgapp.graph.curation.undo import undo
 from kgapp.graph.embeddings import local_embedder
 from kgapp.graph.ingest.service import fact_add
 from kgapp.graph.records import to_json
-from kgapp.graph.text import canonical_name
+from kgapp.graph.resolution import names
+from kgapp.graph.resolution.canonical import canonical_name
 from tests import resolution_eval
 
 JAN = datetime(2024, 1, 15, tzinfo=UTC)
@@ -48,7 +48,7 @@ async def graph(migrated_store):
         ("Vantor", "Vantor Robotics", "Organization", "similar", "words_contained"),
         ("OTC", "Orbit Trading Company", "Organization", "similar", "acronym"),
         ("Lena Fox", "Marcus Webb", "Person", "different", "names_differ"),
-        # Symbols that carry meaning (kgapp/graph/names.py): apart, or one when spoken.
+        # Symbols that carry meaning (kgapp/graph/resolution/names.py): apart, or one when spoken.
         ("C++", "C", "Product", "blocked", "distinguishing_token"),
         ("C#", "C++", "Product", "blocked", "distinguishing_token"),
         ("F#", "F", "Product", "blocked", "distinguishing_token"),

@@ -3,11 +3,14 @@ a new record, on the real SurrealDB server with the real local embeddings."""
 
 from __future__ import annotations
 
+from functools import partial
+
 from surrealdb.data.types.record_id import RecordID
 
 from kgapp.graph import queries
-from kgapp.graph.ingest.resolve_entities import new_record, resolve_entities
-from kgapp.graph.text import alias_key
+from kgapp.graph.ingest.indexing import embed_episode
+from kgapp.graph.resolution.canonical import alias_key
+from kgapp.graph.resolution.entities import new_record, resolve_entities
 from tests.graph.ingest.stages import JAN, MAR, context, entity, episode, write
 
 
@@ -21,7 +24,8 @@ async def known(store, name: str, entity_type: str = "Person") -> RecordID:
 async def resolved(store, *drafts):
     """The drafts of a later episode after resolve_entities, and what it counted."""
     ctx = await context(store)
-    await resolve_entities(ctx, episode("A later episode.", MAR, drafts))
+    later = episode("A later episode.", MAR, drafts)
+    await resolve_entities(ctx, later, partial(embed_episode, ctx, later))
     return ctx.counts
 
 

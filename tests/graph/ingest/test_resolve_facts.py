@@ -3,11 +3,14 @@ the graph holds; on the real SurrealDB server with the real local embeddings."""
 
 from __future__ import annotations
 
+from functools import partial
+
+from kgapp.graph.ingest.indexing import embed_episode
 from kgapp.graph.ingest.persist import persist
-from kgapp.graph.ingest.resolve_entities import resolve_entities
-from kgapp.graph.ingest.resolve_facts import existing_facts, llm_candidates, resolve_facts
 from kgapp.graph.llm.prompts.resolve import FactDecision
 from kgapp.graph.records import to_json
+from kgapp.graph.resolution.entities import resolve_entities
+from kgapp.graph.resolution.facts import existing_facts, llm_candidates, resolve_facts
 from tests.graph.ingest.stages import FEB, JAN, JUN, MAR, context, entity, episode, fact, said
 
 
@@ -18,7 +21,7 @@ async def resolved(store, *drafts, decide=None):
     ctx = await context(store)
     ends = {id(d): d for f in drafts for d in (f.source, f.target)}
     work = episode("A later episode.", drafts[0].valid_at, ends.values(), drafts)
-    await resolve_entities(ctx, work)
+    await resolve_entities(ctx, work, partial(embed_episode, ctx, work))
     known, summaries = await existing_facts(ctx, work)
     decisions = None
     if decide is not None:

@@ -10,7 +10,7 @@ import asyncio
 from surrealdb.data.types.record_id import RecordID
 
 from kgapp.graph.search.model import Hit
-from kgapp.graph.search.retrieval import count_retrievals
+from kgapp.graph.search.retrieval_counts import count_retrievals
 
 FACTS = 20
 ROUNDS = 30

@@ -96,7 +96,7 @@ async def test_activation_reaches_the_neighbours_of_the_seeds(alice) -> None:
 
 
 async def test_search_counts_retrievals_and_decay_shrinks_them(alice) -> None:
-    from kgapp.graph.search.retrieval import decay_retrieval_counts
+    from kgapp.graph.search.retrieval_counts import decay_retrieval_counts
 
     store, _, _ = alice
     for _ in range(3):

@@ -45,7 +45,7 @@ from kgapp.graph.ingest.offline.vocabulary import (
     ROLE_NOUNS,
     TALK_VERBS,
 )
-from kgapp.graph.text import relation_name
+from kgapp.graph.resolution.canonical import relation_name
 
 if TYPE_CHECKING:
     from spacy.tokens import Span, Token

@@ -52,7 +52,7 @@ from kgapp.graph.llm.prompts.extract import (
     ExtractedFact,
     Extraction,
 )
-from kgapp.graph.text import relation_name
+from kgapp.graph.resolution.canonical import relation_name
 
 if TYPE_CHECKING:
     from spacy.tokens import Doc, Token

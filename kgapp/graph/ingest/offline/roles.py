@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 from kgapp.graph.ingest.offline.entities import Mention
 from kgapp.graph.ingest.offline.phrases import modifiers
 from kgapp.graph.ingest.offline.vocabulary import ROLE_NOUNS
-from kgapp.graph.text import relation_name
+from kgapp.graph.resolution.canonical import relation_name
 
 if TYPE_CHECKING:
     from spacy.tokens import Token

@@ -20,8 +20,8 @@ from kgapp.graph.ingest.pipeline import ingest_context, resolve_and_persist
 from kgapp.graph.ingest.prepare import episode_record
 from kgapp.graph.llm.prompts.extract import ExtractedEntity, ExtractedFact, Extraction
 from kgapp.graph.records import to_json
+from kgapp.graph.resolution.canonical import content_hash
 from kgapp.graph.store import TenantStore
-from kgapp.graph.text import content_hash
 
 FACT_ADD_ATTEMPTS = 4
 

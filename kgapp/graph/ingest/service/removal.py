@@ -22,13 +22,14 @@ from typing import Any
 
 from surrealdb.data.types.record_id import RecordID
 
-from kgapp.graph import names, queries
+from kgapp.graph import queries
 from kgapp.graph.chunking import split_sentences
-from kgapp.graph.ingest.resolve_facts import revision_row
 from kgapp.graph.ontology import entity_types_recount, ontology_load
 from kgapp.graph.records import found, record_key
+from kgapp.graph.resolution import names
+from kgapp.graph.resolution.canonical import canonical_name
+from kgapp.graph.resolution.facts import revision_row
 from kgapp.graph.store import TenantStore
-from kgapp.graph.text import canonical_name
 
 # Aliases a curator's merge made (curation/merge.py) are keyed so; ingestion's are not.
 CURATOR_ALIAS_PREFIX = "merge_"

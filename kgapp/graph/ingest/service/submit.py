@@ -15,8 +15,8 @@ from kgapp.graph.documents.upload import ParsedDocument
 from kgapp.graph.ingest.model import EpisodeInput
 from kgapp.graph.ingest.prepare import episode_record
 from kgapp.graph.records import record_key, to_json
+from kgapp.graph.resolution.canonical import content_hash
 from kgapp.graph.store import TenantStore
-from kgapp.graph.text import content_hash
 
 
 async def episode_submit(

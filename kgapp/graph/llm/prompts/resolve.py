@@ -1,5 +1,6 @@
 """Task `resolve_graph`: ONE batched call per episode that decides the ambiguous
-entity matches (embedding similarity 0.70-0.85) and the duplicates and contradictions
+entity matches (names near in embedding or spelling that the names alone do not
+merge: resolution/entities.py) and the duplicates and contradictions
 among facts, so an episode costs at most two calls in all."""
 
 from __future__ import annotations

@@ -49,9 +49,18 @@ from cleanco import basename
 from nameparser import HumanName
 from rapidfuzz.distance import DamerauLevenshtein
 
-from kgapp.graph.text import clean_text
+from kgapp.graph.resolution.canonical import clean_text
 
 Verdict = Literal["same", "similar", "blocked", "different"]
+
+
+# The type extraction gives a thing it cannot type: it may be one thing with any other.
+GENERIC_ENTITY_TYPE = "Entity"
+
+
+def types_compatible(a: str, b: str) -> bool:
+    """Whether entities of types `a` and `b` may be one thing (the generic type fits any)."""
+    return a == b or GENERIC_ENTITY_TYPE in (a, b)
 
 
 def _words(text: str) -> frozenset[str]:

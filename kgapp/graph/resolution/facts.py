@@ -20,14 +20,14 @@ from typing import Any
 from surrealdb.data.types.record_id import RecordID
 
 from kgapp.graph import queries
-from kgapp.graph.ingest.model import EpisodeWork, FactDraft, IngestContext, new_key
 from kgapp.graph.llm.prompts.resolve import FactDecision
+from kgapp.graph.resolution.model import Context, FactDraft, Work, new_key
 from kgapp.graph.time import holds_at
 
 LLM_CANDIDATES_PER_FACT = 5
 
 
-def _sources(work: EpisodeWork) -> dict[str, RecordID]:
+def _sources(work: Work) -> dict[str, RecordID]:
     """The episode's subjects that already exist, by their record's text (RecordID is
     not hashable)."""
     return {
@@ -43,16 +43,14 @@ def _read_facts(batch: queries.Batch, sources: dict[str, RecordID]) -> None:
         batch.add(queries.FACTS_OF_SOURCE, source=source)
 
 
-async def _facts_of(
-    ctx: IngestContext, sources: dict[str, RecordID]
-) -> dict[str, list[dict[str, Any]]]:
+async def _facts_of(ctx: Context, sources: dict[str, RecordID]) -> dict[str, list[dict[str, Any]]]:
     batch = queries.Batch()
     _read_facts(batch, sources)
     results = await ctx.store.query(batch.sql, batch.params)
     return {key: rows or [] for key, rows in zip(sources, results, strict=True)}
 
 
-def read_facts_ahead(ctx: IngestContext, work: EpisodeWork) -> None:
+def read_facts_ahead(ctx: Context, work: Work) -> None:
     """Start reading the current facts of the subjects resolved so far, while the rest
     of resolution runs; `existing_facts` takes what it read."""
     sources = _sources(work)
@@ -60,7 +58,7 @@ def read_facts_ahead(ctx: IngestContext, work: EpisodeWork) -> None:
         work.facts_ahead = asyncio.ensure_future(_facts_of(ctx, sources))
 
 
-def drop_facts_ahead(work: EpisodeWork) -> None:
+def drop_facts_ahead(work: Work) -> None:
     """Let go of a read ahead that was not taken (resolution failed first)."""
     ahead, work.facts_ahead = work.facts_ahead, None
     if ahead is None:
@@ -71,9 +69,7 @@ def drop_facts_ahead(work: EpisodeWork) -> None:
         ahead.cancel()
 
 
-async def existing_facts(
-    ctx: IngestContext, work: EpisodeWork
-) -> tuple[list[dict[str, Any]], dict[str, str]]:
+async def existing_facts(ctx: Context, work: Work) -> tuple[list[dict[str, Any]], dict[str, str]]:
     """The current facts of the episode's subjects (those read ahead, and the others),
     and the summaries of its entities that already exist, in one round trip."""
     read: dict[str, list[dict[str, Any]]] = {}
@@ -95,7 +91,7 @@ async def existing_facts(
 
 
 def llm_candidates(
-    ctx: IngestContext, work: EpisodeWork, existing: list[dict[str, Any]]
+    ctx: Context, work: Work, existing: list[dict[str, Any]]
 ) -> list[tuple[FactDraft, list[dict[str, Any]]]]:
     """Facts the rules cannot settle and the existing facts the model should compare."""
     checks = []
@@ -115,8 +111,8 @@ def llm_candidates(
 
 
 def resolve_facts(
-    ctx: IngestContext,
-    work: EpisodeWork,
+    ctx: Context,
+    work: Work,
     existing: list[dict[str, Any]],
     decisions: dict[int, tuple[FactDecision, list[dict[str, Any]]]] | None = None,
 ) -> None:
@@ -218,7 +214,7 @@ def _apply_single_valued(draft: FactDraft, rivals: list[dict[str, Any]]) -> None
 
 
 def _apply_decision(
-    ctx: IngestContext, draft: FactDraft, decision: FactDecision, candidates: list[dict[str, Any]]
+    ctx: Context, draft: FactDraft, decision: FactDecision, candidates: list[dict[str, Any]]
 ) -> None:
     if decision.duplicate_of is not None and 0 <= decision.duplicate_of < len(candidates):
         draft.duplicate_of = candidates[decision.duplicate_of]

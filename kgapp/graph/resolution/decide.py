@@ -1,25 +1,27 @@
 """Stage: the one batched LLM call per episode for what rules cannot settle.
 
-It carries every ambiguous entity (embedding similarity in [0.70, 0.85)) with its
-candidates, and every fact with existing facts it might repeat or contradict. Without
-a model, ambiguous entities stay separate and go to the merge review queue.
+It carries every ambiguous entity with its candidates (a name whose vector is at
+least 0.70 cosine from an entity's, or whose spelling is like its name, and that the
+names alone do not merge: resolution/entities.py), and every fact with existing facts
+it might repeat or contradict. Without a model, ambiguous entities stay separate and go
+to the merge review queue.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from kgapp.graph.ingest.model import EntityDraft, EpisodeWork, FactDraft, IngestContext
-from kgapp.graph.ingest.resolve_entities import apply_entity_decision
 from kgapp.graph.llm.prompts import resolve as prompt
 from kgapp.graph.llm.prompts.resolve import FactDecision, Resolution
+from kgapp.graph.resolution.entities import apply_entity_decision
+from kgapp.graph.resolution.model import Context, EntityDraft, FactDraft, Work
 
 FactDecisions = dict[int, tuple[FactDecision, list[dict[str, Any]]]]
 
 
 async def decide(
-    ctx: IngestContext,
-    work: EpisodeWork,
+    ctx: Context,
+    work: Work,
     fact_checks: list[tuple[FactDraft, list[dict[str, Any]]]],
 ) -> tuple[bool, FactDecisions]:
     """Returns (whether any entity changed record, decisions per fact index)."""
@@ -86,7 +88,7 @@ def _fact_payload(
     ]
 
 
-def _apply_entities(ctx: IngestContext, ambiguous: list[EntityDraft], answer: Resolution) -> bool:
+def _apply_entities(ctx: Context, ambiguous: list[EntityDraft], answer: Resolution) -> bool:
     """Each ambiguous entity merged into the candidate the answer picked, or kept new;
     whether any was merged."""
     changed = False
@@ -104,7 +106,7 @@ def _apply_entities(ctx: IngestContext, ambiguous: list[EntityDraft], answer: Re
 
 
 def _fact_decisions(
-    work: EpisodeWork,
+    work: Work,
     fact_checks: list[tuple[FactDraft, list[dict[str, Any]]]],
     answer: Resolution,
 ) -> FactDecisions:

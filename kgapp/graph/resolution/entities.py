@@ -1,6 +1,6 @@
 """Stage: map each extracted entity onto an existing entity or a new record.
 
-Embeddings propose, names decide (kgapp/graph/names.py):
+Embeddings propose, names decide (kgapp/graph/resolution/names.py):
 1. the same canonical name, or a name in the alias table, whatever type extraction gave
    it: the same entity, as decided before (a name has one type per tenant, the one most
    of its mentions give: kgapp/graph/ontology.py). Different things of one name and
@@ -24,15 +24,13 @@ from typing import Any
 
 from surrealdb.data.types.record_id import RecordID
 
-from kgapp.graph import names, queries
-from kgapp.graph.ingest.indexing import embed_episode
-from kgapp.graph.ingest.model import AutoMerge, EntityDraft, EpisodeWork, IngestContext
-from kgapp.graph.ingest.resolve_facts import read_facts_ahead
-from kgapp.graph.ingest.vectors import entity_vectors
-from kgapp.graph.ontology import types_compatible
-from kgapp.graph.text import entity_key
+from kgapp.graph import queries
+from kgapp.graph.resolution import names
+from kgapp.graph.resolution.canonical import entity_key
+from kgapp.graph.resolution.facts import read_facts_ahead
+from kgapp.graph.resolution.model import AutoMerge, Context, EmbedNames, EntityDraft, Work
+from kgapp.graph.resolution.vectors import entity_vectors
 
-MERGE_AT = 0.85
 ASK_FROM = 0.70
 NEIGHBOURS = 10
 SPELLED_LIKE = 5
@@ -43,21 +41,28 @@ def new_record(draft: EntityDraft) -> RecordID:
     return RecordID("entity", entity_key(draft.canonical))
 
 
-async def resolve_entities(ctx: IngestContext, work: EpisodeWork) -> None:
+async def resolve_entities(ctx: Context, work: Work, embed: EmbedNames) -> None:
+    """`embed` is the pipeline's (ingest.indexing.embed_episode, for this episode): it
+    embeds the names it is given and the episode's facts in one call."""
     if not work.entities:
-        await embed_episode(ctx, work, [])
+        await embed([])
         return
     with ctx.timings.measure("resolve_entities"):
         # The cached name vectors are topped up while the names are looked up.
         refreshing = asyncio.ensure_future(entity_vectors(ctx.store.namespace).refresh(ctx.store))
         try:
-            await _resolve(ctx, work, refreshing)
+            await _resolve(ctx, work, refreshing, embed)
         finally:
             await asyncio.wait({refreshing})
             refreshing.exception()  # raised where it was needed; else nothing waits on it
 
 
-async def _resolve(ctx: IngestContext, work: EpisodeWork, refreshing: asyncio.Future[None]) -> None:
+async def _resolve(
+    ctx: Context,
+    work: Work,
+    refreshing: asyncio.Future[None],
+    embed: EmbedNames,
+) -> None:
     """Each name to an entity: its own, an alias's, one of the same match key, or one
     whose vector is near and whose name agrees (`_by_embedding`); else a new one."""
     keys = [names.match_key(d.name, d.entity_type) for d in work.entities]
@@ -90,14 +95,14 @@ async def _resolve(ctx: IngestContext, work: EpisodeWork, refreshing: asyncio.Fu
     # embedded with their episode's extraction (extract_ahead) are not embedded again.
     # The same call embeds the episode's facts (its passage units are embedded aside).
     missing = dict.fromkeys(d.name for d in unresolved if d.name not in ctx.name_vectors)
-    await embed_episode(ctx, work, list(missing))
+    await embed(list(missing))
     for draft in unresolved:
         draft.embedding = ctx.name_vectors[draft.name]
     await _by_embedding(ctx, unresolved, refreshing)
 
 
 async def _known_names(
-    ctx: IngestContext, canonicals: list[str], keys: list[str]
+    ctx: Context, canonicals: list[str], keys: list[str]
 ) -> tuple[dict[str, list[dict[str, Any]]], ...]:
     """Entities by canonical name, aliases, and entities by match key: one round trip."""
     batch = queries.Batch()
@@ -133,7 +138,7 @@ def _alias(draft: EntityDraft, aliases: dict[str, list[dict[str, Any]]]) -> Reco
 def _first_fitting(draft: EntityDraft, rows: list[dict[str, Any]], field: str) -> RecordID | None:
     for wanted in (
         lambda r: r["entity_type"] == draft.entity_type,
-        lambda r: types_compatible(r["entity_type"], draft.entity_type),
+        lambda r: names.types_compatible(r["entity_type"], draft.entity_type),
         lambda r: True,
     ):
         for row in rows:
@@ -150,14 +155,14 @@ def _compatible(draft: EntityDraft, key: str, rows: list[dict[str, Any]]) -> lis
         str(row["id"]): row
         for row in rows
         if row.get("merged_into") is None
-        and types_compatible(row["entity_type"], draft.entity_type)
+        and names.types_compatible(row["entity_type"], draft.entity_type)
         and names.match_key(row["name"], row["entity_type"]) == key
     }
     return list(found.values())
 
 
 def _merge_into(
-    ctx: IngestContext,
+    ctx: Context,
     draft: EntityDraft,
     entity: dict[str, Any],
     evidence: names.Evidence,
@@ -176,7 +181,7 @@ def _merge_into(
 
 
 async def _by_embedding(
-    ctx: IngestContext, drafts: list[EntityDraft], refreshing: asyncio.Future[None]
+    ctx: Context, drafts: list[EntityDraft], refreshing: asyncio.Future[None]
 ) -> None:
     if not drafts:
         return
@@ -195,7 +200,8 @@ async def _by_embedding(
                     spelled=names.match_key(draft.name, draft.entity_type),
                     spelled_limit=SPELLED_LIKE,
                 )
-                if row["id"] != own and types_compatible(row["entity_type"], draft.entity_type)
+                if row["id"] != own
+                and names.types_compatible(row["entity_type"], draft.entity_type)
             ]
             found.append(neighbours)
         gone = await _follow_merges(ctx, [row for neighbours in found for row in neighbours])
@@ -207,7 +213,7 @@ async def _by_embedding(
                 row
                 for row in rows
                 if str(row["id"]) not in gone
-                and types_compatible(row["entity_type"], draft.entity_type)
+                and names.types_compatible(row["entity_type"], draft.entity_type)
             ]
             for rows, draft in zip(found, drafts, strict=True)
         ]
@@ -222,7 +228,7 @@ async def _by_embedding(
                     ctx.counts["entities_new"] += 1
 
 
-def _judge(ctx: IngestContext, draft: EntityDraft, neighbours: list[dict[str, Any]]) -> None:
+def _judge(ctx: Context, draft: EntityDraft, neighbours: list[dict[str, Any]]) -> None:
     """Merge on name evidence, or keep the neighbours worth asking about."""
     proposed: dict[str, dict[str, Any]] = {}
     for row in neighbours:
@@ -242,7 +248,7 @@ def _judge(ctx: IngestContext, draft: EntityDraft, neighbours: list[dict[str, An
     draft.candidates = list(proposed.values())[:MOST_CANDIDATES]
 
 
-async def _follow_merges(ctx: IngestContext, candidates: list[dict[str, Any]]) -> set[str]:
+async def _follow_merges(ctx: Context, candidates: list[dict[str, Any]]) -> set[str]:
     """A cached candidate may have been merged or retyped since: point it at the survivor
     with its type now (one round trip for all of them). Returns those deleted since
     they were cached."""
@@ -263,9 +269,7 @@ async def _follow_merges(ctx: IngestContext, candidates: list[dict[str, Any]]) -
     return gone
 
 
-def apply_entity_decision(
-    ctx: IngestContext, draft: EntityDraft, chosen: dict[str, Any] | None
-) -> None:
+def apply_entity_decision(ctx: Context, draft: EntityDraft, chosen: dict[str, Any] | None) -> None:
     """The batched LLM call's answer for an ambiguous draft."""
     if chosen is None:
         ctx.counts["entities_new"] += 1

@@ -18,7 +18,7 @@ import numpy as np
 from rapidfuzz import fuzz, process
 
 from kgapp.graph import queries
-from kgapp.graph.names import match_key
+from kgapp.graph.resolution.names import match_key
 from kgapp.graph.store import TenantStore
 
 # Writers commit out of created_at order (an episode's transaction takes milliseconds);
