@@ -30,9 +30,9 @@ from kgapp.graph.records import parse_record_id, to_json
 from kgapp.graph.resolution.canonical import relation_name
 from kgapp.graph.search.ask import Sources
 from kgapp.graph.search.diff import DIFF_LIMIT, DIFF_MAX_LIMIT, DiffRequest, DiffResult
-from kgapp.graph.search.model import Hit, SearchRequest, SearchResults
+from kgapp.graph.search.model import Hit, Method, Reranker, Scope, SearchRequest, SearchResults
 from kgapp.graph.search.query import QueryRequest
-from kgapp.graph.search.recipes import RECIPES
+from kgapp.graph.search.recipes import RECIPES, Recipe
 from kgapp.graph.store import TenantStore
 from kgapp.graph.time import Moment, in_utc
 
@@ -468,13 +468,9 @@ class SearchIn(TimeIn):
     recipe: RecipeName | None = Field(  # type: ignore[valid-type]
         default=None, description="a named configuration; sets scopes, methods and reranker"
     )
-    scopes: list[Literal["facts", "entities", "episodes", "communities"]] = Field(
-        default=["facts", "entities"], min_length=1
-    )
-    methods: list[Literal["bm25", "cosine", "bfs", "activation"]] = Field(
-        default=["bm25", "cosine"], min_length=1
-    )
-    reranker: Literal["rrf", "mmr", "node_distance", "episode_mentions", "cross_encoder"] = "rrf"
+    scopes: list[Scope] = Field(default=[Scope.FACTS, Scope.ENTITIES], min_length=1)
+    methods: list[Method] = Field(default=[Method.BM25, Method.COSINE], min_length=1)
+    reranker: Reranker = Reranker.RRF
     center_entity: str | None = None
     limit: int = Field(default=10, ge=1, le=100)
     min_score: float = Field(default=0.0, ge=0)
@@ -489,12 +485,14 @@ class SearchIn(TimeIn):
         """The core's search; a recipe's scopes, methods and reranker win over the fields'.
         InvalidRecordId for a `center_entity` that is not an entity id."""
         center = parse_record_id(self.center_entity, "entity") if self.center_entity else None
-        chosen = RECIPES.get(self.recipe or "", {})
+        chosen = RECIPES.get(self.recipe or "") or Recipe(
+            tuple(self.scopes), tuple(self.methods), self.reranker
+        )
         return SearchRequest(
             query=self.query,
-            scopes=tuple(chosen.get("scopes", self.scopes)),
-            methods=tuple(chosen.get("methods", self.methods)),
-            reranker=chosen.get("reranker", self.reranker),
+            scopes=chosen.scopes,
+            methods=chosen.methods,
+            reranker=chosen.reranker,
             moment=self.moment(),
             center_entity=center,
             limit=self.limit,

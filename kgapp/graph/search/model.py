@@ -3,24 +3,52 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from enum import StrEnum
+from typing import Any
 
 from surrealdb.data.types.record_id import RecordID
 
 from kgapp.graph.errors import GraphError
 from kgapp.graph.time import Moment
 
-Scope = Literal["facts", "entities", "episodes", "communities"]
-Method = Literal["bm25", "cosine", "bfs", "activation"]
-Reranker = Literal["rrf", "mmr", "node_distance", "episode_mentions", "cross_encoder"]
+# The search vocabulary, defined here once: the core, the recipes, the API schemas and
+# the MCP tools all use these (a StrEnum member equals its string).
+
+
+class Scope(StrEnum):
+    """What a search returns."""
+
+    FACTS = "facts"
+    ENTITIES = "entities"
+    EPISODES = "episodes"
+    COMMUNITIES = "communities"
+
+
+class Method(StrEnum):
+    """How a search finds candidates."""
+
+    BM25 = "bm25"
+    COSINE = "cosine"
+    BFS = "bfs"
+    ACTIVATION = "activation"
+
+
+class Reranker(StrEnum):
+    """How a search orders what its methods found."""
+
+    RRF = "rrf"
+    MMR = "mmr"
+    NODE_DISTANCE = "node_distance"
+    EPISODE_MENTIONS = "episode_mentions"
+    CROSS_ENCODER = "cross_encoder"
 
 
 @dataclass(frozen=True)
 class SearchRequest:
     query: str
-    scopes: tuple[Scope, ...] = ("facts", "entities")
-    methods: tuple[Method, ...] = ("bm25", "cosine")
-    reranker: Reranker = "rrf"
+    scopes: tuple[Scope, ...] = (Scope.FACTS, Scope.ENTITIES)
+    methods: tuple[Method, ...] = (Method.BM25, Method.COSINE)
+    reranker: Reranker = Reranker.RRF
     moment: Moment = field(default_factory=Moment.of)
     center_entity: RecordID | None = None
     limit: int = 10

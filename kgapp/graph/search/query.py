@@ -31,7 +31,7 @@ from kgapp.graph.llm.prompts import query as prompt
 from kgapp.graph.records import record_key
 from kgapp.graph.search.context import LINE_OVERHEAD, STOP_WORDS, bearing, build_context
 from kgapp.graph.search.hybrid import search
-from kgapp.graph.search.model import Hit, Scope, SearchRequest
+from kgapp.graph.search.model import Hit, Method, Scope, SearchRequest
 from kgapp.graph.search.passages import Passages
 from kgapp.graph.search.reads import Indexes, fact_endpoints, facts_touching
 from kgapp.graph.store import TenantStore
@@ -156,7 +156,7 @@ async def _local(
     words: list[str],
     embedder: Embedder,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    hits = await _keyword_search(store, indexes, request, words, "entities", embedder)
+    hits = await _keyword_search(store, indexes, request, words, Scope.ENTITIES, embedder)
     entities = [h.record for h in hits]
     # Read no more facts than FACT_CANDIDATES times the relation budget could hold (a
     # line costs at least its words plus the validity note); keep those that bear on the
@@ -181,7 +181,7 @@ async def _global(
     words: list[str],
     embedder: Embedder,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    hits = await _keyword_search(store, indexes, request, words, "facts", embedder)
+    hits = await _keyword_search(store, indexes, request, words, Scope.FACTS, embedder)
     facts = [h.record for h in hits]
     return facts, fact_endpoints(facts)
 
@@ -196,8 +196,8 @@ async def _passages(
         store,
         SearchRequest(
             query=request.question,
-            scopes=("episodes",),
-            methods=("bm25", "cosine"),
+            scopes=(Scope.EPISODES,),
+            methods=(Method.BM25, Method.COSINE),
             limit=limit,
             moment=request.moment,
         ),

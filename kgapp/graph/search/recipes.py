@@ -2,23 +2,34 @@
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
 
-_METHODS = ("bm25", "cosine")
+from kgapp.graph.search.model import Method, Reranker, Scope
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """What a named configuration sets of a search: its scopes, methods and reranker."""
+
+    scopes: tuple[Scope, ...]
+    methods: tuple[Method, ...]
+    reranker: Reranker
+
+
+_METHODS = (Method.BM25, Method.COSINE)
 _SCOPES = {
-    "combined": ("facts", "entities", "episodes"),
-    "fact": ("facts",),
-    "entity": ("entities",),
+    "combined": (Scope.FACTS, Scope.ENTITIES, Scope.EPISODES),
+    "fact": (Scope.FACTS,),
+    "entity": (Scope.ENTITIES,),
 }
-_RERANKERS = ("rrf", "mmr", "node_distance", "episode_mentions", "cross_encoder")
 
 # e.g. "fact_rrf", "entity_node_distance", "combined_mmr"
-RECIPES: dict[str, dict[str, Any]] = {
-    f"{scope}_{reranker}": {
-        "scopes": scopes,
-        "methods": _METHODS + (("bfs",) if reranker == "node_distance" else ()),
-        "reranker": reranker,
-    }
+RECIPES: dict[str, Recipe] = {
+    f"{scope}_{reranker}": Recipe(
+        scopes=scopes,
+        methods=_METHODS + ((Method.BFS,) if reranker is Reranker.NODE_DISTANCE else ()),
+        reranker=reranker,
+    )
     for scope, scopes in _SCOPES.items()
-    for reranker in _RERANKERS
+    for reranker in Reranker
 }
