@@ -33,11 +33,8 @@ from typing import Any
 import httpx
 import pytest
 
-from kgapp.graph import jobs, stats
-from kgapp.graph.index import directories
-from tenants.wiring import tenant_graph
-from tests.cluster import Cluster, Proc, ingests_done
-from tests.cluster_clients import (
+from harness.cluster import Cluster, Proc, ingests_done
+from harness.cluster_clients import (
     Follower,
     SearchProbe,
     cluster_user,
@@ -53,7 +50,10 @@ from tests.cluster_clients import (
     warm,
     watching,
 )
-from tests.graph.recorded import extraction
+from harness.recorded import extraction
+from kgapp.graph import jobs, stats
+from kgapp.graph.index import directories
+from tenants.wiring import tenant_graph
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -1,7 +1,7 @@
 """Cost before and after: the estimate an upload gets (`dry_run`) against what ingesting
 it reports, for a LoCoMo conversation from the shared data folder, through the real
 pipeline and the real `openai` client against the scripted loopback model
-(tests/llm_server.py), SurrealDB mem://, local MiniLM embeddings.
+(harness/llm_server.py), SurrealDB mem://, local MiniLM embeddings.
 
 The scripted model answers every extraction with the speakers and the capitalised names
 of the episode (one fact each) and every resolution with "nothing to merge"; it reports
@@ -32,6 +32,8 @@ DATA = SHARED / "data" / "conversations" / "locomo"
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+from harness.llm_server import ScriptedLLM  # noqa: E402
+from harness.recorded import episode_of  # noqa: E402
 from kgapp import surreal_server  # noqa: E402
 from kgapp.graph import jobs, schema  # noqa: E402
 from kgapp.graph.documents.parse import parse_document  # noqa: E402
@@ -44,8 +46,6 @@ from kgapp.graph.llm.prices import DEFAULT_PRICES  # noqa: E402
 from kgapp.graph.llm.transport import LLMConfig  # noqa: E402
 from kgapp.graph.ontology import ontology_load  # noqa: E402
 from kgapp.graph.store import Pool, StoreConfig, TenantStore  # noqa: E402
-from tests.graph.recorded import episode_of  # noqa: E402
-from tests.llm_server import ScriptedLLM  # noqa: E402
 
 MODEL = "gpt-4o-mini"
 _NAME = re.compile(r"(?<![.!?]\s)(?<!^)\b([A-Z][a-z]{2,})\b")

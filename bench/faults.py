@@ -21,20 +21,20 @@ from pathlib import Path
 
 import pytest
 
-from kgapp.celery import app as celery_app
-from kgapp.graph.documents.parse import parse_document
-from kgapp.graph.ingest.service import document_submit
-from kgapp.graph.records import parse_record_id, to_json
-from kgapp.tasks import ingest
-from tenants.wiring import tenant_graph
-from tests.graph.recorded import extraction
-from tests.test_ingest_worker import (
+from harness.recorded import extraction
+from harness.workers import (
     default_broker_workers,
     graph_of,
     ingest_in_process,
     start_whole_worker,
     wait_for,
 )
+from kgapp.celery import app as celery_app
+from kgapp.graph.documents.parse import parse_document
+from kgapp.graph.ingest.service import document_submit
+from kgapp.graph.records import parse_record_id, to_json
+from kgapp.tasks import ingest
+from tenants.wiring import tenant_graph
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -1,4 +1,4 @@
-"""Ingestion throughput with a zero-latency scripted model (tests/llm_server.py).
+"""Ingestion throughput with a zero-latency scripted model (harness/llm_server.py).
 
 1,000 episodes of the kind in the tests (people joining, working at and moving between
 organisations and cities, with reference times spread over two years) go through the
@@ -29,6 +29,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+from harness.llm_server import ScriptedLLM, embedding_of  # noqa: E402
+from harness.recorded import episode_of  # noqa: E402
 from kgapp import surreal_server  # noqa: E402
 from kgapp.graph import jobs, schema  # noqa: E402
 from kgapp.graph.embeddings import Embedder, OpenAIEmbedder, local_embedder  # noqa: E402
@@ -38,8 +40,6 @@ from kgapp.graph.ingest.pipeline import ingest_context, ingest_episode, ingest_j
 from kgapp.graph.llm.client import LLMClient  # noqa: E402
 from kgapp.graph.llm.transport import LLMConfig  # noqa: E402
 from kgapp.graph.store import Pool, StoreConfig, TenantStore  # noqa: E402
-from tests.graph.recorded import episode_of  # noqa: E402
-from tests.llm_server import ScriptedLLM, embedding_of  # noqa: E402
 
 FIRST = [
     "Ada",

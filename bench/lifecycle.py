@@ -11,7 +11,7 @@ of the first export (spaCy, MiniLM and the server warm):
 
 - offline extractor: upload both, delete the first; upload both, delete the second;
   the second export uploaded alone (the graph it supports, built from scratch);
-- the scripted model of the tests (tests/llm_server.py answering as in bench/cost.py):
+- the scripted model of the tests (harness/llm_server.py answering as in bench/cost.py):
   upload both, counting each job's model calls and the extraction requests served.
 
 Prints, for each upload: messages known and new as its job says, episodes it stored
@@ -604,7 +604,7 @@ def main() -> None:
         print(f"shared data absent: {path} not found (set KG_SHARED_DIR); nothing measured")
         return
     exports = exports_of(path.name, json.loads(path.read_text()), args.messages)
-    from tests.llm_server import ScriptedLLM
+    from harness.llm_server import ScriptedLLM
 
     with tempfile.TemporaryDirectory(prefix="kg-bench-lifecycle-") as scratch:
         os.environ["KG_SEARCH_DIR"] = str(Path(scratch) / "search")

@@ -8,7 +8,7 @@ tenants, stepped up until the product stops keeping its promise (p95 < 300 ms an
 
 It sets everything up by itself in a scratch folder (KG_VAR_DIR), on loopback, and
 stops it all at the end (also on Ctrl-C or an error):
-- the scripted OpenAI-compatible model (tests/llm_server.py) in this process: it
+- the scripted OpenAI-compatible model (harness/llm_server.py) in this process: it
   answers `query_keywords` (LightRAG's keywords, split from the question as the offline
   path does) and `answer_query`, after `--llm-delay` seconds (default 0: the figures are
   the app's own cost); the app's LLM cache (in each tenant's namespace) answers a
@@ -65,8 +65,8 @@ sys.path.insert(0, str(ROOT))
 
 import httpx  # noqa: E402
 
+from harness.llm_server import Reply, ScriptedLLM  # noqa: E402
 from kgapp import surreal_server  # noqa: E402
-from tests.llm_server import Reply, ScriptedLLM  # noqa: E402
 
 RATES = [2, 4, 6, 8, 10, 12, 15, 20, 25, 30, 40]
 P95_TARGET_MS = 300.0

@@ -29,14 +29,14 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+from harness import resolution_eval  # noqa: E402
+from harness.llm_server import ScriptedLLM  # noqa: E402
 from kgapp import surreal_server  # noqa: E402
 from kgapp.graph import schema  # noqa: E402
 from kgapp.graph.embeddings import local_embedder  # noqa: E402
 from kgapp.graph.llm.client import LLMClient  # noqa: E402
 from kgapp.graph.llm.transport import LLMConfig  # noqa: E402
 from kgapp.graph.store import Pool, StoreConfig, TenantStore  # noqa: E402
-from tests import resolution_eval  # noqa: E402
-from tests.llm_server import ScriptedLLM  # noqa: E402
 
 _PAYLOAD = re.compile(r"<graph_update>\n(.*)\n</graph_update>", re.S)
 

@@ -27,6 +27,13 @@ import pytest
 
 from bench.faults import EPISODES, conversation, extraction, stop
 from bench.live_feed import Redis, Surreal
+from harness.workers import (
+    default_broker_workers,
+    graph_of,
+    ingest_in_process,
+    start_whole_worker,
+    wait_for,
+)
 from kgapp.celery import app as celery_app
 from kgapp.graph.documents.parse import parse_document
 from kgapp.graph.errors import GraphUnavailable
@@ -34,13 +41,6 @@ from kgapp.graph.ingest.service import document_submit
 from kgapp.graph.records import parse_record_id
 from kgapp.tasks import ingest
 from tenants.wiring import tenant_graph
-from tests.test_ingest_worker import (
-    default_broker_workers,
-    graph_of,
-    ingest_in_process,
-    start_whole_worker,
-    wait_for,
-)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

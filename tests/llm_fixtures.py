@@ -1,4 +1,4 @@
-"""Pytest fixtures around `tests.llm_server`; imported into tests/conftest.py."""
+"""Pytest fixtures around `harness.llm_server`; imported into tests/conftest.py."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from tests.llm_server import ScriptedLLM
+from harness.llm_server import ScriptedLLM
 
 
 @pytest.fixture

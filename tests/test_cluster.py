@@ -34,11 +34,8 @@ from typing import Any
 import httpx
 import pytest
 
-from kgapp.graph import jobs
-from kgapp.graph.records import parse_record_id, to_json
-from tenants.wiring import tenant_graph
-from tests.cluster import Cluster, ingests_done
-from tests.cluster_clients import (
+from harness.cluster import Cluster, ingests_done
+from harness.cluster_clients import (
     Follower,
     SearchProbe,
     cluster_user,
@@ -53,7 +50,10 @@ from tests.cluster_clients import (
     warm,
     watching,
 )
-from tests.graph.recorded import extraction
+from harness.recorded import extraction
+from kgapp.graph import jobs
+from kgapp.graph.records import parse_record_id, to_json
+from tenants.wiring import tenant_graph
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
@@ -104,7 +104,7 @@ async def both_under_way(graph, ids: list[str], timeout: float) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         rows = [to_json(await graph.arun(jobs.job_get, r)) for r in records]
-        if all(row["status"] == "running" and row["progress"] >= 2 for row in rows):
+        if rows and all(row["status"] == "running" and row["progress"] >= 2 for row in rows):
             return True
         await asyncio.sleep(0.05)
     return False

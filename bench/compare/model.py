@@ -1,5 +1,5 @@
 """The model every system is given: the scripted OpenAI-compatible server of the test
-suite (tests/llm_server.py) on loopback, answering each system's prompts from the gold
+suite (harness/llm_server.py) on loopback, answering each system's prompts from the gold
 corpus through that system's answerer, with an optional latency per call; and the one
 embedder all three use, all-MiniLM-L6-v2 on the CPU (the product's local embedder).
 
@@ -18,8 +18,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from harness.llm_server import Reply, ScriptedLLM
 from kgapp.graph.embeddings import local_embedder
-from tests.llm_server import Reply, ScriptedLLM
 
 # An answerer reads one chat request body and returns (task label, answer) where the
 # answer is a dict/list (sent as JSON) or a str (sent verbatim), or None when the prompt

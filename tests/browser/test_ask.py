@@ -23,9 +23,9 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 
+from harness.llm_server import Reply
 from tenants.models import Role
 from tests.browser.conftest import screenshot, wait_for
-from tests.llm_server import Reply
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

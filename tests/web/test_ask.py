@@ -16,9 +16,9 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 
+from harness.llm_server import Reply
 from tenants import services
 from tenants.models import Question, Role
-from tests.llm_server import Reply
 from tests.web_server import server_env, serving
 
 pytestmark = [

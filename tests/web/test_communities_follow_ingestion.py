@@ -18,6 +18,8 @@ from typing import Any
 import pytest
 from django.conf import settings
 
+from harness.recorded import episode_of, works_at
+from harness.workers import default_broker_workers
 from kgapp.celery import app as celery_app
 from kgapp.graph import communities, jobs
 from kgapp.graph.documents.parse import parse_document
@@ -26,8 +28,6 @@ from kgapp.graph.ingest.service import document_submit, episode_submit
 from kgapp.graph.records import to_json
 from kgapp.tasks import ingest
 from tenants.wiring import tenant_graph
-from tests.graph.recorded import episode_of, works_at
-from tests.test_ingest_worker import default_broker_workers
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
@@ -114,8 +114,10 @@ def test_a_burst_of_uploads_detects_once_and_unchanged_communities_cost_no_call(
         with celery_app.connection_for_write(url, transport_options=options) as connection:
             for job_id in job_ids:
                 ingest.apply_async((tenant.slug, job_id), connection=connection)
-        wait_until(lambda: all(j["status"] == "completed" for j in all_jobs(graph)
-                               if j["id"] in job_ids), 90, log)
+        # Every one of the jobs, found and completed (an all() over none would be true).
+        wait_until(lambda: sorted(j["id"] for j in all_jobs(graph)
+                                  if j["id"] in job_ids and j["status"] == "completed")
+                   == sorted(job_ids), 90, log)
 
     worker = start_worker(env, log)
     try:

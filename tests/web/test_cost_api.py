@@ -34,7 +34,7 @@ extraction = works_at("Carol", "Initech")
 
 
 def served_tokens(text: str) -> int:
-    """How tests/llm_server.py counts tokens (what its `usage` reports)."""
+    """How harness/llm_server.py counts tokens (what its `usage` reports)."""
     return max(1, len(text) // 4) if text else 0
 
 

@@ -1,6 +1,6 @@
 """decide on its own: what rules could not settle goes to one batched model call, or
 without a model to the review queue. The model is the real `openai` client against the
-scripted loopback server (tests/llm_server.py); SurrealDB and embeddings are real."""
+scripted loopback server (harness/llm_server.py); SurrealDB and embeddings are real."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from functools import partial
 
 import pytest
 
+from harness.llm_server import Reply
 from kgapp.graph.ingest.indexing import embed_episode
 from kgapp.graph.ingest.persist import persist
 from kgapp.graph.records import to_json
@@ -16,7 +17,6 @@ from kgapp.graph.resolution.decide import decide
 from kgapp.graph.resolution.entities import new_record, resolve_entities
 from kgapp.graph.resolution.facts import existing_facts, llm_candidates
 from tests.graph.ingest.stages import JAN, MAR, context, entity, episode, fact, model, said, write
-from tests.llm_server import Reply
 
 
 async def ambiguous(store, llm=None):

@@ -10,6 +10,8 @@ from datetime import UTC, datetime
 
 import pytest
 
+from harness.llm_server import Reply
+from harness.recorded import answer_from_recordings, episode_of
 from kgapp.graph import communities, jobs
 from kgapp.graph.chunking import passage_units
 from kgapp.graph.embeddings import EmbeddingError, local_embedder
@@ -22,8 +24,6 @@ from kgapp.graph.llm.transport import LLMConfig
 from kgapp.graph.records import parse_record_id, to_json
 from kgapp.graph.store import TenantStore
 from tests.graph import recorded
-from tests.graph.recorded import answer_from_recordings, episode_of
-from tests.llm_server import Reply
 
 ACME = EpisodeInput(content="Alice works at Acme Corp.", source="text",
                     reference_time=datetime(2024, 1, 15, tzinfo=UTC))

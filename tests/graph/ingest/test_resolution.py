@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 
 import pytest
 
+from harness import resolution_eval
 from kgapp.graph.curation.common import CurationRefused
 from kgapp.graph.curation.duplicates import generate_candidates
 from kgapp.graph.curation.pages import audit_get, audit_page
@@ -17,7 +18,6 @@ from kgapp.graph.ingest.service import fact_add
 from kgapp.graph.records import to_json
 from kgapp.graph.resolution import names
 from kgapp.graph.resolution.canonical import canonical_name
-from tests import resolution_eval
 
 JAN = datetime(2024, 1, 15, tzinfo=UTC)
 

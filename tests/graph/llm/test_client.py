@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, Field
 
+from harness.llm_server import Reply, ScriptedLLM, embedding_of
 from kgapp.graph.llm.cache import MemoryCache
 from kgapp.graph.llm.client import LLMClient
 from kgapp.graph.llm.errors import (
@@ -27,7 +28,6 @@ from kgapp.graph.llm.errors import (
 from kgapp.graph.llm.schema import strict_json_schema
 from kgapp.graph.llm.transport import LLMConfig
 from tests import llm_fixtures
-from tests.llm_server import Reply, ScriptedLLM, embedding_of
 
 # The fixture, until tests/conftest.py imports it. Bound by assignment because ruff
 # reports every test argument named like an imported fixture as F811.

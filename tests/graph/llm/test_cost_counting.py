@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
+from harness.llm_server import Reply
 from kgapp.graph.chunking import chunk_text, count_tokens, group_messages
 from kgapp.graph.costs import month_starts, usage_total
 from kgapp.graph.documents.parse import parse_document
@@ -32,7 +33,6 @@ from kgapp.graph.llm.transport import LLMConfig
 from kgapp.graph.llm.usage import LLMUsage
 from kgapp.graph.ontology import DEFAULT_ONTOLOGY
 from tests import llm_fixtures
-from tests.llm_server import Reply
 
 scripted_llm = llm_fixtures.scripted_llm
 ROOT = Path(__file__).resolve().parents[3]

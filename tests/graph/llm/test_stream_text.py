@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from harness.llm_server import Reply, ScriptedLLM
 from kgapp.graph.llm.answers import MAX_ANSWER_CHARS
 from kgapp.graph.llm.client import LLMClient
 from kgapp.graph.llm.errors import (
@@ -20,7 +21,6 @@ from kgapp.graph.llm.errors import (
 )
 from kgapp.graph.llm.transport import LLMConfig
 from tests import llm_fixtures
-from tests.llm_server import Reply, ScriptedLLM
 
 scripted_llm = llm_fixtures.scripted_llm  # the fixture (see test_client.py)
 

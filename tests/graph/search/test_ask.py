@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from harness.llm_server import Reply
 from kgapp.graph.embeddings import local_embedder
 from kgapp.graph.llm.client import LLMClient
 from kgapp.graph.llm.transport import LLMConfig
@@ -13,7 +14,6 @@ from kgapp.graph.search.ask import answer_text, ask_sources
 from kgapp.graph.search.query import QueryRequest
 from kgapp.graph.time import Moment
 from tests import llm_fixtures
-from tests.llm_server import Reply
 
 scripted_llm = llm_fixtures.scripted_llm  # the fixture (see tests/graph/llm/test_client.py)
 

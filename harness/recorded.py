@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-ANSWERS = Path(__file__).resolve().parents[1] / "llm_answers"
+ANSWERS = Path(__file__).resolve().parents[1] / "tests" / "llm_answers"
 _CURRENT = re.compile(r'<episode role="current">\n(.*?)\n</episode>', re.S)
 
 

@@ -34,7 +34,7 @@ from kgapp.graph.records import record_key
 from kgapp.graph.resolution.canonical import canonical_name, content_hash
 from kgapp.graph.store import TenantStore
 
-PAIRS = Path(__file__).resolve().parent / "data" / "resolution_pairs.json"
+PAIRS = Path(__file__).resolve().parents[1] / "tests" / "data" / "resolution_pairs.json"
 NAMES_PER_EPISODE = 8
 WHERE_IS = "SELECT id, entity_type, merged_into FROM entity WHERE canonical_name = $name;"
 ALIAS_OF = "SELECT VALUE entity FROM alias WHERE name = $name;"

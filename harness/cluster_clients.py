@@ -27,12 +27,12 @@ from django.test import Client
 from websockets.asyncio.client import connect
 from websockets.exceptions import WebSocketException
 
+from harness.cluster import Cluster
 from kgapp.graph import jobs, live
 from kgapp.graph.index.cache import TenantIndex
 from kgapp.graph.records import parse_record_id, to_json
 from tenants import services
 from tenants.models import Role
-from tests.cluster import Cluster
 
 # --- the uploads and the scripted model -------------------------------------------------
 
