@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 
 import pytest
 
+from harness import recorded
 from harness.llm_server import Reply
 from harness.recorded import answer_from_recordings, episode_of
 from kgapp.graph import communities, jobs
@@ -23,7 +24,6 @@ from kgapp.graph.llm.client import LLMClient
 from kgapp.graph.llm.transport import LLMConfig
 from kgapp.graph.records import parse_record_id, to_json
 from kgapp.graph.store import TenantStore
-from tests.graph import recorded
 
 ACME = EpisodeInput(content="Alice works at Acme Corp.", source="text",
                     reference_time=datetime(2024, 1, 15, tzinfo=UTC))
