@@ -164,7 +164,7 @@ def test_after_a_dropped_socket_the_screen_equals_the_database(
     on_screen = browser.execute_script("""
         const {cy, state} = window.kgExplorer;
         return {nodes: cy.nodes().map(n => n.id()),
-                edges: cy.edges().map(e => [e.id(), state.facts.get(e.id()).expired !== Infinity])};
+                edges: cy.edges().map(e => [e.id(), state.facts.get(e.id()).expired_at !== Infinity])};
     """)
     assert sorted(on_screen["nodes"]) == sorted(record_key(e) for e in entities)
     assert sorted(map(tuple, on_screen["edges"])) == sorted(

@@ -81,7 +81,7 @@ def test_a_superseded_fact_is_one_row_with_its_versions_behind_it(
     set_slider(browser, "known-time", before)
     wait_for(browser, f"return !document.querySelector('#detail .entity-facts').textContent.includes({NOVA!r})")
     assert rows(browser) == [HELIOS], browser.execute_script(
-        "return [window.kgExplorer.state.knownAt, [...window.kgExplorer.state.facts.values()].map(f => f.created)]")
+        "return [window.kgExplorer.state.knownAt, [...window.kgExplorer.state.facts.values()].map(f => f.created_at)]")
     # Both ends of the fact then believed are drawn with it.
     assert browser.execute_script("return window.kgExplorer.state.visible") == {"nodes": 2, "edges": 1}
     bar = browser.find_element(By.CSS_SELECTOR, "#detail .entity-facts .validity")

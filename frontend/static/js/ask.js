@@ -6,27 +6,17 @@
 // the form again. Text from the graph or the model is only ever set as text.
 
 import { apiClient, csrf, readableMessage } from './api.js';
+import { $, el, notice } from './dom.js';
 import { inputMoment, inputValue } from './time.js';
 
-const root = document.getElementById('ask');
+const root = $('ask');
 const call = apiClient(root.dataset.api);
-const $ = (id) => document.getElementById(id);
 const MOMENTS = [['as-of', 'as_of'], ['known-at', 'known_at']];
 const CITATION = /\[(S\d+)\]/g;
 let answerText = '';
 let asking = null; // the AbortController of the answer being read
 
-function el(tag, text, className) {
-  const element = document.createElement(tag);
-  if (text !== undefined) element.textContent = text;
-  if (className) element.className = className;
-  return element;
-}
-
-function note(message, isError = false) {
-  $('ask-status').textContent = message;
-  $('ask-status').classList.toggle('error', isError);
-}
+const note = notice($('ask-status'));
 
 function day(stamp) { return stamp ? stamp.slice(0, 10) : 'now'; }
 
@@ -78,7 +68,7 @@ function showAnswer() {
   let last = 0;
   for (const match of answerText.matchAll(CITATION)) {
     parts.push(answerText.slice(last, match.index));
-    const card = document.getElementById(`source-${match[1]}`);
+    const card = $(`source-${match[1]}`);
     if (card) {
       const link = el('a', match[0], 'cite');
       link.href = `#${card.id}`;

@@ -2,6 +2,8 @@
 // summed, the tenant's months, and the estimate of an upload to confirm before it is
 // sent. A model without a price has cost null: shown as unknown, never as $0.
 
+import { el } from './dom.js';
+
 const integer = new Intl.NumberFormat('en-US');
 
 export function formatUsd(value) {
@@ -39,11 +41,10 @@ export function usageText(rows) {
 }
 
 function row(values, header = false) {
-  const tr = document.createElement('tr');
+  const tr = el('tr');
   values.forEach((value, index) => {
-    const td = document.createElement(header && index === 0 ? 'th' : 'td');
+    const td = el(header && index === 0 ? 'th' : 'td', value);
     if (header && index === 0) td.scope = 'row';
-    td.textContent = value;
     tr.append(td);
   });
   return tr;
@@ -72,25 +73,20 @@ function estimateRows(estimate) {
 // Shows the dry run's `estimate` of `fileName` in `panel` and resolves true on Confirm,
 // false on Cancel (or Escape). The panel is hidden again either way.
 export function confirmEstimate(panel, fileName, estimate) {
-  const title = document.createElement('h2');
+  const title = el('h2', `Ingest ${fileName}?`);
   title.id = 'estimate-title';
-  title.textContent = `Ingest ${fileName}?`;
-  const why = document.createElement('p');
-  why.textContent = `It is large: about ${integer.format(estimate.total.input_tokens)} input tokens,`
-    + ` over the ${integer.format(estimate.confirm_above_tokens)} that need a confirmation.`;
-  const table = document.createElement('table');
-  table.className = 'estimate-table';
-  const body = document.createElement('tbody');
+  const why = el('p', `It is large: about ${integer.format(estimate.total.input_tokens)} input tokens,`
+    + ` over the ${integer.format(estimate.confirm_above_tokens)} that need a confirmation.`);
+  const table = el('table', undefined, 'estimate-table');
+  const body = el('tbody');
   body.append(...estimateRows(estimate).map((values) => row(values, true)));
   table.append(body);
-  const confirm = document.createElement('button');
+  const confirm = el('button', 'Confirm and upload');
   confirm.type = 'button';
   confirm.id = 'estimate-confirm';
-  confirm.textContent = 'Confirm and upload';
-  const cancel = document.createElement('button');
+  const cancel = el('button', 'Cancel');
   cancel.type = 'button';
   cancel.id = 'estimate-cancel';
-  cancel.textContent = 'Cancel';
   panel.replaceChildren(title, why, table, confirm, ' ', cancel);
   panel.hidden = false;
   confirm.focus();

@@ -4,6 +4,7 @@
 // failed job; viewers see the list only. API errors are shown as their `detail`.
 
 import { formatUsd, usageText, usageTotal } from './cost.js';
+import { cell, el, notice } from './dom.js';
 
 const integer = new Intl.NumberFormat('en-US');
 const PAGE = 200; // documents listed at most
@@ -48,15 +49,8 @@ function nameList(names, total) {
   return more > 0 ? `${names.join(', ')} … and ${integer.format(more)} more` : names.join(', ');
 }
 
-function element(tag, text, className) {
-  const node = document.createElement(tag);
-  if (text !== undefined) node.textContent = text;
-  if (className) node.className = className;
-  return node;
-}
-
 function button(text, label, action, documentId) {
-  const node = element('button', text);
+  const node = el('button', text);
   node.type = 'button';
   node.setAttribute('aria-label', label);
   node.dataset.action = action;
@@ -70,16 +64,16 @@ function stamp(iso) {
 
 // The version cell: "v2 of 2", opening the history with what each version changed.
 function versionCell(doc) {
-  const history = element('details', undefined, 'history');
+  const history = el('details', undefined, 'history');
   history.dataset.document = doc.id;
   const versions = doc.versions ?? [];
-  history.append(element('summary', `v${doc.version ?? 1} of ${Math.max(versions.length, 1)}`));
-  const list = element('ol');
+  history.append(el('summary', `v${doc.version ?? 1} of ${Math.max(versions.length, 1)}`));
+  const list = el('ol');
   for (const version of versions) {
-    const item = element('li', undefined, version.version === doc.version ? 'current' : '');
-    item.append(element('span', `v${version.version} · ${version.file_name} · ${stamp(version.uploaded_at)}`
+    const item = el('li', undefined, version.version === doc.version ? 'current' : '');
+    item.append(el('span', `v${version.version} · ${version.file_name} · ${stamp(version.uploaded_at)}`
       + (version.uploaded_by ? ` by ${version.uploaded_by}` : '')));
-    item.append(element('span', version.summary ?? 'not ingested yet', 'doc-note'));
+    item.append(el('span', version.summary ?? 'not ingested yet', 'doc-note'));
     list.append(item);
   }
   history.append(list);
@@ -89,27 +83,27 @@ function versionCell(doc) {
 function costCell(doc) {
   const total = usageTotal(doc.usage ?? []);
   const cost = total.unpriced.length ? 'unknown' : formatUsd(total.cost);
-  const node = element('span', total.calls ? `${cost} (${count(total.calls, 'call', 'calls')})` : cost);
+  const node = el('span', total.calls ? `${cost} (${count(total.calls, 'call', 'calls')})` : cost);
   node.title = usageText(doc.usage ?? []);
   return node;
 }
 
 function statusCell(doc) {
-  const node = element('span', doc.status);
-  if (doc.status === 'failed' && doc.error) node.append(element('span', doc.error, 'doc-note error'));
+  const node = el('span', doc.status);
+  if (doc.status === 'failed' && doc.error) node.append(el('span', doc.error, 'doc-note error'));
   return node;
 }
 
 function nameCell(doc) {
-  const node = element('span');
-  node.append(element('span', doc.file_name, 'doc-name'), element('span', doc.kind, 'doc-note'));
+  const node = el('span');
+  node.append(el('span', doc.file_name, 'doc-name'), el('span', doc.kind, 'doc-note'));
   const current = (doc.versions ?? []).find((v) => v.version === doc.version);
-  if (current?.summary) node.append(element('span', current.summary, 'doc-note'));
+  if (current?.summary) node.append(el('span', current.summary, 'doc-note'));
   return node;
 }
 
 function actionsCell(doc) {
-  const node = element('span', undefined, 'actions');
+  const node = el('span', undefined, 'actions');
   node.append(
     button('Delete', `Delete ${doc.file_name}`, 'delete', doc.id),
     button('Replace', `Replace ${doc.file_name} with a new version`, 'replace', doc.id),
@@ -118,14 +112,8 @@ function actionsCell(doc) {
   return node;
 }
 
-function cell(content, className) {
-  const td = element('td', undefined, className);
-  if (content instanceof Node) td.append(content); else td.textContent = content ?? '';
-  return td;
-}
-
 function row(doc, canEdit) {
-  const tr = element('tr');
+  const tr = el('tr');
   tr.dataset.document = doc.id;
   tr.append(
     cell(nameCell(doc)), cell(versionCell(doc)), cell(statusCell(doc)),
@@ -141,7 +129,7 @@ function row(doc, canEdit) {
 function noteRow(text, canEdit) {
   const td = cell(text, 'muted');
   td.colSpan = canEdit ? 7 : 6;
-  const tr = element('tr');
+  const tr = el('tr');
   tr.append(td);
   return tr;
 }
@@ -152,25 +140,25 @@ let closeOpenPanel = null; // closes the deletion panel open now, if any
 // Escape, null when another deletion's panel takes its place.
 function confirmDeletion(panel, doc, preview) {
   closeOpenPanel?.(null);
-  const title = element('h3', `Delete ${doc.file_name}?`);
+  const title = el('h3', `Delete ${doc.file_name}?`);
   title.id = 'delete-title';
-  const sentence = element('p', previewSentence(preview), 'preview-sentence');
+  const sentence = el('p', previewSentence(preview), 'preview-sentence');
   sentence.id = 'delete-sentence';
-  const lists = element('dl', undefined, 'preview-names');
+  const lists = el('dl', undefined, 'preview-names');
   if (preview.entity_names_deleted.length) {
-    lists.append(element('dt', 'Removed'),
-      element('dd', nameList(preview.entity_names_deleted, preview.entities_deleted), 'names-deleted'));
+    lists.append(el('dt', 'Removed'),
+      el('dd', nameList(preview.entity_names_deleted, preview.entities_deleted), 'names-deleted'));
   }
   if (preview.entity_names_kept.length) {
-    lists.append(element('dt', 'Staying'),
-      element('dd', nameList(preview.entity_names_kept, preview.entities_kept), 'names-kept'));
+    lists.append(el('dt', 'Staying'),
+      el('dd', nameList(preview.entity_names_kept, preview.entities_kept), 'names-kept'));
   }
   const confirm = button('Delete', `Delete ${doc.file_name} now`, 'confirm-delete', doc.id);
   confirm.id = 'delete-confirm';
   confirm.className = 'danger';
   const cancel = button('Cancel', `Cancel: keep ${doc.file_name}`, 'cancel-delete', doc.id);
   cancel.id = 'delete-cancel';
-  panel.replaceChildren(title, sentence, element('p', previewDetails(preview), 'muted'), lists, confirm, ' ', cancel);
+  panel.replaceChildren(title, sentence, el('p', previewDetails(preview), 'muted'), lists, confirm, ' ', cancel);
   panel.hidden = false;
   cancel.focus(); // the safe choice is the one Enter takes
   return new Promise((resolve) => {
@@ -212,10 +200,7 @@ export function documentManager(root, call, { onQueued } = {}) {
   const shown = new Map(); // document id -> the row's document
   let replacing = null; // the document whose next version the picker is choosing
 
-  const note = (message, isError = false) => {
-    status.textContent = message;
-    status.classList.toggle('error', isError);
-  };
+  const note = notice(status);
 
   let rendered = null; // the list as last rendered: an unchanged one is left alone
   function render(docs) {

@@ -4,7 +4,7 @@
 // canvas labels), never as HTML.
 
 import { state } from './explorer/state.js';
-import { status } from './explorer/dom.js';
+import { status } from './explorer/page.js';
 import { cy, WEBGL } from './explorer/graph.js';
 import { layout } from './explorer/layout.js';
 import { applyTime } from './explorer/time.js';

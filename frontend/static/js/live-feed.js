@@ -1,6 +1,7 @@
 // Shows the tenant's live graph changes as a list: the smallest client of the
 // /ws/t/<slug>/live/ socket. Text from the graph is set as text, never as HTML.
 
+import { $, el } from './dom.js';
 import { connectSocket } from './socket.js';
 
 const MAX_ITEMS = 200;
@@ -16,9 +17,7 @@ function follow(status, list) {
       if (message.type === 'live.ready') status.textContent = 'Live: changes appear here as they happen.';
       else if (message.type === 'live.unavailable') status.textContent = 'The graph store is unavailable; retrying…';
       else if (message.type === 'change') {
-        const item = document.createElement('li');
-        item.textContent = describe(message);
-        list.prepend(item);
+        list.prepend(el('li', describe(message)));
         while (list.children.length > MAX_ITEMS) list.lastChild.remove();
       }
     },
@@ -27,6 +26,6 @@ function follow(status, list) {
   });
 }
 
-const status = document.getElementById('live-status');
-const list = document.getElementById('live-changes');
+const status = $('live-status');
+const list = $('live-changes');
 if (status && list) follow(status, list);

@@ -2,20 +2,17 @@
 // (shown before it can be saved), a run on demand, the archives and the history.
 
 import { apiClient } from './api.js';
+import { $, cell, el, notice } from './dom.js';
 
-const root = document.getElementById('retention');
+const root = $('retention');
 const call = apiClient(root.dataset.api);
-const $ = (id) => document.getElementById(id);
 const LABELS = {
   facts: 'facts', episodes: 'episodes', documents: 'documents', entities: 'entities',
   facts_unlinked: 'facts kept, losing an episode',
 };
 let previewed = null; // the policy last previewed, as JSON: only it can be saved
 
-function note(message, isError = false) {
-  $('retention-status').textContent = message;
-  $('retention-status').classList.toggle('error', isError);
-}
+const note = notice($('retention-status'));
 
 function days(input) {
   return input.value === '' ? null : Number(input.value);
@@ -41,58 +38,44 @@ function showPolicy(policy) {
   $('episodes-days').value = policy.episodes_days ?? '';
 }
 
-function item(text) {
-  const li = document.createElement('li');
-  li.textContent = text;
-  return li;
-}
-
 function showPreview(preview) {
   const counts = Object.entries(LABELS).map(([key, label]) => {
-    const div = document.createElement('div');
-    const dt = document.createElement('dt');
-    const dd = document.createElement('dd');
-    dt.textContent = label;
-    dd.textContent = String(preview.counts[key] ?? 0);
+    const div = el('div');
+    const dd = el('dd', String(preview.counts[key] ?? 0));
     dd.dataset.count = key;
-    div.append(dt, dd);
+    div.append(el('dt', label), dd);
     return div;
   });
   $('preview-counts').replaceChildren(...counts);
   const { facts, episodes, documents, entities } = preview.sample;
   $('preview-sample').replaceChildren(
-    ...facts.map((f) => item(`fact: ${f.fact} (ended ${f.expired_at})`)),
-    ...episodes.map((e) => item(`episode: ${e.excerpt} (stored ${e.created_at})`)),
-    ...documents.map((d) => item(`document: ${d.file_name}`)),
-    ...entities.map((e) => item(`entity: ${e.name}`)),
+    ...facts.map((f) => el('li', `fact: ${f.fact} (ended ${f.expired_at})`)),
+    ...episodes.map((e) => el('li', `episode: ${e.excerpt} (stored ${e.created_at})`)),
+    ...documents.map((d) => el('li', `document: ${d.file_name}`)),
+    ...entities.map((e) => el('li', `entity: ${e.name}`)),
   );
   $('preview-card').hidden = false;
 }
 
 function showArchives(archives) {
   $('archives').replaceChildren(...(archives.length ? archives.map((a) => {
-    const li = document.createElement('li');
-    const link = document.createElement('a');
+    const li = el('li');
+    const link = el('a', a.name);
     link.href = `${root.dataset.api}/retention/archives/${encodeURIComponent(a.name)}`;
-    link.textContent = a.name;
     link.download = a.name;
     li.append(link, ` (${a.size} bytes)`);
     return li;
-  }) : [item('No archives yet.')]));
+  }) : [el('li', 'No archives yet.')]));
 }
 
 function showHistory(history) {
   $('history').replaceChildren(...history.map((entry) => {
-    const row = document.createElement('tr');
+    const row = el('tr');
     const what = entry.action === 'retention_run'
       ? `run: removed ${Object.entries(entry.after?.counts ?? {}).map(([k, v]) => `${v} ${k}`).join(', ')}`
         + (entry.after?.archive ? `; archive ${entry.after.archive}` : '')
       : `policy: ${describe(entry.before ?? {})} → ${describe(entry.after ?? {})}`;
-    for (const text of [entry.at, entry.actor, what]) {
-      const td = document.createElement('td');
-      td.textContent = text;
-      row.append(td);
-    }
+    row.append(...[entry.at, entry.actor, what].map((text) => cell(text)));
     return row;
   }));
 }

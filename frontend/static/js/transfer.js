@@ -2,14 +2,11 @@
 // follow its job until it completes or fails, saying which in words.
 
 import { apiClient } from './api.js';
+import { $, notice } from './dom.js';
 
-const form = document.getElementById('import-form');
-const status = document.getElementById('import-status');
+const form = $('import-form');
 const call = apiClient(form.dataset.api);
-
-function say(text) {
-  status.textContent = text;
-}
+const say = notice($('import-status'));
 
 async function follow(jobId) {
   for (;;) {
@@ -33,7 +30,7 @@ async function follow(jobId) {
 
 form.addEventListener('submit', async (event) => {
   event.preventDefault();
-  const file = document.getElementById('import-file').files[0];
+  const file = $('import-file').files[0];
   if (!file) {
     say('Choose an export file first (.jsonl or .jsonl.gz).');
     return;

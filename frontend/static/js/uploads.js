@@ -5,46 +5,37 @@
 import { apiClient } from './api.js';
 import { confirmEstimate, renderMonths, usageText } from './cost.js';
 import { documentManager } from './documents.js';
+import { $, cell, el, notice } from './dom.js';
 import { connectSocket } from './socket.js';
 
-const root = document.getElementById('uploads');
+const root = $('uploads');
 const call = apiClient(root.dataset.api); // errors read as the API's `detail`
-const $ = (id) => document.getElementById(id);
 const rows = new Map(); // job id -> <tr>
 const names = new Map(); // job id -> what it ingests
-
-function cell(content) {
-  const td = document.createElement('td');
-  if (content instanceof Node) td.append(content); else td.textContent = content ?? '';
-  return td;
-}
 
 function render(job) {
   const id = String(job.id);
   let row = rows.get(id);
   if (!row) {
-    row = document.createElement('tr');
+    row = el('tr');
     row.dataset.job = id;
     rows.set(id, row);
     $('jobs').prepend(row);
   }
-  const bar = document.createElement('progress');
+  const bar = el('progress');
   bar.max = Math.max(1, job.total ?? 0);
   bar.value = job.progress ?? 0;
   bar.setAttribute('aria-label', `progress of ${names.get(id) ?? id}`);
-  const label = document.createElement('span');
-  label.textContent = ` ${job.progress ?? 0}/${job.total ?? 0}`;
-  const progress = document.createElement('span');
-  progress.append(bar, label);
-  const details = document.createElement('span');
+  const progress = el('span');
+  progress.append(bar, el('span', ` ${job.progress ?? 0}/${job.total ?? 0}`));
+  const details = el('span');
   const failures = (job.failures ?? []).map((f) => f.error ?? JSON.stringify(f));
   const extractor = job.result?.extractor ? `extracted by ${job.result.extractor}` : '';
   details.textContent = [extractor, job.error, ...failures, ...(job.notes ?? [])]
     .filter(Boolean).join(' · ');
   if ((job.status === 'failed' || job.status === 'paused') && root.querySelector('#drop')) {
-    const retry = document.createElement('button');
+    const retry = el('button', 'Retry');
     retry.type = 'button';
-    retry.textContent = 'Retry';
     retry.addEventListener('click', async () => {
       try {
         await call(`/jobs/${encodeURIComponent(id)}/retry`, { method: 'POST' });
@@ -61,11 +52,7 @@ function render(job) {
   if (job.status === 'completed' || job.status === 'failed') loadMonths();
 }
 
-function note(message, isError = false) {
-  const status = $('upload-status');
-  status.textContent = message;
-  status.classList.toggle('error', isError);
-}
+const note = notice($('upload-status'));
 
 function formOf(file) {
   const form = new FormData();

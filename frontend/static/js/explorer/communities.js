@@ -2,7 +2,8 @@
 // they are first detected (after its first upload finishes), so the toolbar says that,
 // or that detection is running, instead of greying every node without a word.
 
-import { $, api } from './dom.js';
+import { $ } from '../dom.js';
+import { api } from './page.js';
 import { cy } from './graph.js';
 import { loadGraph } from './elements.js';
 

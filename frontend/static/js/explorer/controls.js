@@ -1,7 +1,8 @@
 // The toolbar, the keyboard shortcuts and the graph's pointer events.
 
 import { state } from './state.js';
-import { $, api, root, status } from './dom.js';
+import { $, el } from '../dom.js';
+import { api, root, status } from './page.js';
 import { cy, nameNodesInView } from './graph.js';
 import { layout, settle } from './layout.js';
 import { declutterSoon } from './labels.js';
@@ -59,14 +60,14 @@ function openFold(id) {
 }
 
 function exportPng() {
-  const link = document.createElement('a');
+  const link = el('a');
   link.href = cy.png({ full: true, scale: 2, bg: '#ffffff' });
   link.download = 'graph.png';
   link.click();
 }
 
 function setupRelationFilter() {
-  const select = document.createElement('select');
+  const select = el('select');
   select.id = 'relation-filter';
   select.setAttribute('aria-label', 'Relation shown');
   select.append(new Option('all relations', ''));

@@ -7,7 +7,8 @@
 
 import { inputMoment, inputValue, NEVER } from '../time.js';
 import { state } from './state.js';
-import { $, api, root, status, text } from './dom.js';
+import { $, el } from '../dom.js';
+import { api, root, status } from './page.js';
 import { cy } from './graph.js';
 import { merge } from './elements.js';
 import { layout } from './layout.js';
@@ -119,7 +120,7 @@ function clearDiff() {
   clearHighlight();
   applyTime();
   const list = $('detail').querySelector('.diff');
-  if (list) list.replaceChildren(text('p', 'Comparison cleared.', 'muted'));
+  if (list) list.replaceChildren(el('p', 'Comparison cleared.', 'muted'));
   status('Ready');
 }
 
@@ -130,34 +131,34 @@ function describe(fact) {
 }
 
 function row(fact, extra) {
-  const item = text('li');
+  const item = el('li');
   item.dataset.fact = fact.id;
-  const open = text('button', fact.fact, 'linkish');
+  const open = el('button', fact.fact, 'linkish');
   open.type = 'button';
   open.addEventListener('click', () => {
     cy.elements().unselect();
     cy.getElementById(fact.id).select();
     showFact(fact.id);
   });
-  item.append(open, text('span', describe(fact), 'muted'));
+  item.append(open, el('span', describe(fact), 'muted'));
   if (extra) item.append(extra);
   return item;
 }
 
 function changeNote(change) {
   const was = change.fields.includes('fact') ? `was: ${change.before.fact}` : describe(change.before);
-  return text('span', `${change.fields.join(', ')} changed; ${was}`, 'was');
+  return el('span', `${change.fields.join(', ')} changed; ${was}`, 'was');
 }
 
 // The panel's list: each kind with its count, a row per fact, and the CSV export.
 function listChanges(diff, params) {
   const panel = $('detail');
-  const section = text('div', '', 'diff');
+  const section = el('div', '', 'diff');
   const from = diff.from.slice(0, 19).replace('T', ' ');
   const to = diff.to.slice(0, 19).replace('T', ' ');
-  section.append(text('h2', 'Changes'),
-    text('p', `${AXIS_NAMES[diff.axis]}: ${from} → ${to} (UTC)`, 'muted'));
-  const csv = text('a', 'Export CSV', 'export-csv');
+  section.append(el('h2', 'Changes'),
+    el('p', `${AXIS_NAMES[diff.axis]}: ${from} → ${to} (UTC)`, 'muted'));
+  const csv = el('a', 'Export CSV', 'export-csv');
   csv.id = 'diff-csv';
   const all = new URLSearchParams(params);
   all.set('limit', '5000');
@@ -166,15 +167,15 @@ function listChanges(diff, params) {
   section.append(csv);
   for (const [kind, title] of KINDS) {
     const rows = kind === 'changed' ? diff.changed : diff[kind];
-    section.append(text('h3', `${title} (${diff.totals[kind]})`, `diff-${kind}`));
-    const list = text('ul', '', `diff-list diff-${kind}`);
+    section.append(el('h3', `${title} (${diff.totals[kind]})`, `diff-${kind}`));
+    const list = el('ul', '', `diff-list diff-${kind}`);
     for (const entry of rows) {
       list.append(kind === 'changed' ? row(entry.after, changeNote(entry)) : row(entry));
     }
-    if (!rows.length) list.append(text('li', 'none', 'muted'));
+    if (!rows.length) list.append(el('li', 'none', 'muted'));
     section.append(list);
   }
-  if (diff.truncated) section.append(text('p', 'Only the first 500 of each kind are listed; the CSV holds up to 5,000.', 'muted'));
+  if (diff.truncated) section.append(el('p', 'Only the first 500 of each kind are listed; the CSV holds up to 5,000.', 'muted'));
   panel.replaceChildren(section);
 }
 

@@ -4,7 +4,8 @@
 
 import { ms, NEVER } from '../time.js';
 import { state } from './state.js';
-import { $, api, status } from './dom.js';
+import { $ } from '../dom.js';
+import { api, status } from './page.js';
 import { colourOf, communityColour, cy, tune } from './graph.js';
 import { layout, nearNeighbour, settle } from './layout.js';
 import { applyTime, drawHistogram, factShown, fitSpan, setShown, viewpoint } from './time.js';
@@ -20,10 +21,10 @@ function nodeData(row) {
   const id = row.id;
   const known = state.nodes.get(id);
   const community = row.community ?? known?.community ?? null;
-  const entry = known ?? { ele: null, created: 0 };
+  const entry = known ?? { ele: null, created_at: 0 };
   const type = row.type ?? row.entity_type ?? 'Entity';
   // Unknown creation time (a placeholder for a fact's end): treat as always known.
-  if (row.created_at !== undefined) entry.created = row.created_at ? ms(row.created_at) : 0;
+  if (row.created_at !== undefined) entry.created_at = row.created_at ? ms(row.created_at) : 0;
   entry.community = community;
   if (row.pinned !== undefined) entry.pinned = Boolean(row.pinned);
   state.nodes.set(id, entry);
@@ -49,14 +50,14 @@ function edgeData(row) {
   const fact = state.facts.get(row.id) ?? { ele: null };
   Object.assign(fact, {
     source: row.source, target: row.target, relation: row.relation,
-    valid: ms(row.valid_at), invalid: ms(row.invalid_at),
-    created: ms(row.created_at), expired: ms(row.expired_at),
+    valid_at: ms(row.valid_at), invalid_at: ms(row.invalid_at),
+    created_at: ms(row.created_at), expired_at: ms(row.expired_at),
   });
   // The fact this one revises (the same statement with its validity closed): versions of
   // one fact share the root of this chain, and the panel lists them as one row.
-  if (row.revision_of !== undefined) fact.revisionOf = row.revision_of ?? null;
+  if (row.revision_of !== undefined) fact.revision_of = row.revision_of ?? null;
   state.facts.set(row.id, fact);
-  if (fact.created !== NEVER && fact.created < state.knownSpan.start) state.knownSpan.start = fact.created;
+  if (fact.created_at !== NEVER && fact.created_at < state.knownSpan.start) state.knownSpan.start = fact.created_at;
   fact.data = {
     id: row.id, source: row.source, target: row.target, relation: row.relation,
     fact: row.fact, confidence: row.confidence ?? 1, edge_type: row.edge_type,

@@ -3,7 +3,8 @@
 // nodes in view).
 
 import { state } from './state.js';
-import { $, root, text } from './dom.js';
+import { $, el } from '../dom.js';
+import { root } from './page.js';
 import { COMMUNITY_PALETTE, typeColour } from './colours.js';
 
 export function colourOf(type) {
@@ -18,10 +19,10 @@ function drawLegend() {
   const legend = $('legend');
   const types = [...state.typeColours].sort(([a], [b]) => a.localeCompare(b));
   legend.replaceChildren(...types.map(([type, colour]) => {
-    const item = text('li', type || 'Entity');
+    const item = el('li', type || 'Entity');
     item.dataset.type = type;
     item.dataset.colour = colour;
-    const swatch = text('span', '', 'swatch');
+    const swatch = el('span', '', 'swatch');
     swatch.style.background = colour;
     item.prepend(swatch);
     return item;

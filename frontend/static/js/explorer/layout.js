@@ -3,7 +3,7 @@
 // changes, an opened fold) settle in among the placed ones, which stay put.
 
 import { state } from './state.js';
-import { api, status } from './dom.js';
+import { api, status } from './page.js';
 import { cy, FORCE_LAYOUT } from './graph.js';
 import { declutter } from './labels.js';
 

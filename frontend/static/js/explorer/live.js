@@ -3,7 +3,7 @@
 
 import { connectSocket } from '../socket.js';
 import { state } from './state.js';
-import { api, root, status, toast } from './dom.js';
+import { api, root, status, toast } from './page.js';
 import { cy } from './graph.js';
 import { settle } from './layout.js';
 import { applyTime } from './time.js';

@@ -4,21 +4,22 @@
 
 import { ms, NEVER } from '../time.js';
 import { state } from './state.js';
-import { $, api, fmt, text } from './dom.js';
+import { $, el } from '../dom.js';
+import { api, fmt } from './page.js';
 import { cy } from './graph.js';
 
 function validityBar(fact) {
   const { start } = state.span;
   const end = Date.now();
-  const bar = text('span', '', 'validity');
-  const fill = text('span', '', 'fill');
-  const from = Math.max(0, (fact.valid - start) / (end - start));
-  const to = Math.min(1, ((fact.invalid === NEVER ? end : fact.invalid) - start) / (end - start));
+  const bar = el('span', '', 'validity');
+  const fill = el('span', '', 'fill');
+  const from = Math.max(0, (fact.valid_at - start) / (end - start));
+  const to = Math.min(1, ((fact.invalid_at === NEVER ? end : fact.invalid_at) - start) / (end - start));
   fill.style.left = `${(from * 100).toFixed(1)}%`;
   fill.style.width = `${Math.max(1, (to - from) * 100).toFixed(1)}%`;
-  if (fact.expired !== NEVER) fill.classList.add('retired');
+  if (fact.expired_at !== NEVER) fill.classList.add('retired');
   bar.append(fill);
-  bar.title = `valid ${fmt(fact.valid)} → ${fmt(fact.invalid)}; known ${fmt(fact.created)} → ${fmt(fact.expired)}`;
+  bar.title = `valid ${fmt(fact.valid_at)} → ${fmt(fact.invalid_at)}; known ${fmt(fact.created_at)} → ${fmt(fact.expired_at)}`;
   return bar;
 }
 
@@ -27,8 +28,8 @@ function validityBar(fact) {
 function lineageOf(id) {
   const seen = new Set([id]);
   let root = id;
-  for (let up = state.facts.get(id)?.revisionOf; up && state.facts.has(up) && !seen.has(up);
-    up = state.facts.get(up).revisionOf) {
+  for (let up = state.facts.get(id)?.revision_of; up && state.facts.has(up) && !seen.has(up);
+    up = state.facts.get(up).revision_of) {
     seen.add(up);
     root = up;
   }
@@ -38,7 +39,7 @@ function lineageOf(id) {
 // The version of a lineage that was believed at system time `knownAt`: the one whose
 // known interval holds it, else (none yet, or retracted then) none.
 function believedAt(versions, knownAt) {
-  return versions.find(([, fact]) => fact.created <= knownAt && knownAt < fact.expired) ?? null;
+  return versions.find(([, fact]) => fact.created_at <= knownAt && knownAt < fact.expired_at) ?? null;
 }
 
 // An entity's facts by relation, one row per fact lineage: its version as known at the
@@ -58,53 +59,53 @@ function factRows(entity) {
   for (const versions of lineages.values()) {
     const row = believedAt(versions, knownAt);
     if (!row) continue;
-    versions.sort(([, a], [, b]) => a.created - b.created);
+    versions.sort(([, a], [, b]) => a.created_at - b.created_at);
     const list = byRelation.get(row[1].relation) ?? [];
     list.push([row, versions]);
     byRelation.set(row[1].relation, list);
   }
-  const section = text('div', '', 'entity-facts');
+  const section = el('div', '', 'entity-facts');
   for (const [relation, rows] of byRelation) {
-    section.append(text('h3', relation));
-    const list = text('ul', '', 'facts');
+    section.append(el('h3', relation));
+    const list = el('ul', '', 'facts');
     for (const [[id, fact], versions] of rows) list.append(factRow(id, fact, versions));
     section.append(list);
   }
-  if (!byRelation.size) section.append(text('p', 'No facts known at this moment.', 'muted'));
-  if (state.asOf !== NEVER) section.prepend(text('p', `As of ${fmt(state.asOf)}:`, 'muted as-of'));
+  if (!byRelation.size) section.append(el('p', 'No facts known at this moment.', 'muted'));
+  if (state.asOf !== NEVER) section.prepend(el('p', `As of ${fmt(state.asOf)}:`, 'muted as-of'));
   return section;
 }
 
 // Where a fact stands at the valid time in view: not yet true, true, or over.
 function standing(fact) {
   const asOf = state.asOf === NEVER ? Date.now() : state.asOf;
-  if (fact.valid > asOf) return ['not-yet', `not yet valid: from ${fmt(fact.valid)}`];
-  if (fact.invalid <= asOf) return ['ended', `ended ${fmt(fact.invalid)}`];
+  if (fact.valid_at > asOf) return ['not-yet', `not yet valid: from ${fmt(fact.valid_at)}`];
+  if (fact.invalid_at <= asOf) return ['ended', `ended ${fmt(fact.invalid_at)}`];
   return ['holds', ''];
 }
 
 function factRow(id, fact, versions) {
-  const item = text('li');
+  const item = el('li');
   item.dataset.fact = id;
   const [where, said] = standing(fact);
   item.dataset.standing = where;
   item.classList.add(where);
-  const link = text('button', fact.data.fact, 'linkish');
+  const link = el('button', fact.data.fact, 'linkish');
   link.type = 'button';
   link.addEventListener('click', () => showFact(id));
   item.append(link);
-  if (said) item.append(text('span', ` (${said})`, 'standing muted'));
+  if (said) item.append(el('span', ` (${said})`, 'standing muted'));
   item.append(validityBar(fact));
   if (versions.length > 1) {
-    const more = text('details', '', 'versions');
-    more.append(text('summary', `${versions.length} versions`));
-    const list = text('ol');
+    const more = el('details', '', 'versions');
+    more.append(el('summary', `${versions.length} versions`));
+    const list = el('ol');
     for (const [versionId, version] of versions) {
-      const step = text('li');
-      const open = text('button', `${fmt(version.valid)} → ${fmt(version.invalid)}`, 'linkish');
+      const step = el('li');
+      const open = el('button', `${fmt(version.valid_at)} → ${fmt(version.invalid_at)}`, 'linkish');
       open.type = 'button';
       open.addEventListener('click', () => showFact(versionId));
-      step.append(open, text('span', ` known ${fmt(version.created)} → ${fmt(version.expired)}`, 'muted'));
+      step.append(open, el('span', ` known ${fmt(version.created_at)} → ${fmt(version.expired_at)}`, 'muted'));
       if (versionId === id) step.classList.add('current');
       list.append(step);
     }
@@ -140,31 +141,31 @@ export async function showEntity(id) {
   shownEntity = id;
   const panel = $('detail');
   const node = cy.getElementById(id);
-  panel.replaceChildren(text('h2', node.data('label') ?? id), text('p', node.data('type') ?? '', 'muted'));
+  panel.replaceChildren(el('h2', node.data('label') ?? id), el('p', node.data('type') ?? '', 'muted'));
   try {
     const [entity, passages] = await Promise.all([
       api(`/entities/${encodeURIComponent(id)}`),
       api(`/entities/${encodeURIComponent(id)}/episodes?limit=10`),
     ]);
     if (shownEntity !== id) return;
-    if (entity.summary) panel.append(text('p', entity.summary));
+    if (entity.summary) panel.append(el('p', entity.summary));
     const aliases = (entity.aliases ?? []).map((a) => (typeof a === 'string' ? a : a.name)).filter(Boolean);
-    if (aliases.length) panel.append(text('p', `Also known as: ${aliases.join(', ')}`, 'muted'));
+    if (aliases.length) panel.append(el('p', `Also known as: ${aliases.join(', ')}`, 'muted'));
     panel.append(factRows(id));
     if (passages.length) {
-      panel.append(text('h3', 'Mentioned in'));
-      const list = text('ul', '', 'passages');
+      panel.append(el('h3', 'Mentioned in'));
+      const list = el('ul', '', 'passages');
       for (const passage of passages) {
-        const item = text('li');
+        const item = el('li');
         const where = passage.source_description || passage.source || '';
-        item.append(text('span', `${fmt(ms(passage.valid_at))} · ${where}`, 'muted'),
-          text('blockquote', passageText(passage)));
+        item.append(el('span', `${fmt(ms(passage.valid_at))} · ${where}`, 'muted'),
+          el('blockquote', passageText(passage)));
         list.append(item);
       }
       panel.append(list);
     }
   } catch (error) {
-    panel.append(text('p', `Could not load the details: ${error.message}`, 'error'));
+    panel.append(el('p', `Could not load the details: ${error.message}`, 'error'));
   }
 }
 
@@ -172,28 +173,28 @@ export async function showFact(id) {
   shownEntity = null;
   const panel = $('detail');
   const edge = cy.getElementById(id);
-  panel.replaceChildren(text('h2', edge.data('relation') ?? 'Fact'), text('p', edge.data('fact') ?? ''));
+  panel.replaceChildren(el('h2', edge.data('relation') ?? 'Fact'), el('p', edge.data('fact') ?? ''));
   const fact = state.facts.get(id);
   if (fact) {
-    const times = text('dl', '', 'times');
-    for (const [label, value] of [['valid from', fact.valid], ['valid until', fact.invalid],
-      ['known from', fact.created], ['retired', fact.expired]]) {
-      times.append(text('dt', label), text('dd', value === NEVER ? '—' : new Date(value).toISOString()));
+    const times = el('dl', '', 'times');
+    for (const [label, value] of [['valid from', fact.valid_at], ['valid until', fact.invalid_at],
+      ['known from', fact.created_at], ['retired', fact.expired_at]]) {
+      times.append(el('dt', label), el('dd', value === NEVER ? '—' : new Date(value).toISOString()));
     }
     panel.append(times, validityBar(fact));
   }
   try {
     const chain = await api(`/facts/${encodeURIComponent(id)}/history`);
-    panel.append(text('h3', 'History'));
-    const list = text('ol', '', 'chain');
+    panel.append(el('h3', 'History'));
+    const list = el('ol', '', 'chain');
     for (const step of chain) {
-      const item = text('li', `${step.fact} (valid ${fmt(ms(step.valid_at))} → ${fmt(ms(step.invalid_at))};`
+      const item = el('li', `${step.fact} (valid ${fmt(ms(step.valid_at))} → ${fmt(ms(step.invalid_at))};`
         + ` known ${fmt(ms(step.created_at))} → ${fmt(ms(step.expired_at))})`);
       if (step.id === id) item.classList.add('current');
       list.append(item);
     }
     panel.append(list);
   } catch (error) {
-    panel.append(text('p', `Could not load the history: ${error.message}`, 'error'));
+    panel.append(el('p', `Could not load the history: ${error.message}`, 'error'));
   }
 }

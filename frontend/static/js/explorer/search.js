@@ -1,6 +1,7 @@
 // The search box: suggestions as one types, chosen with the mouse or the keyboard.
 
-import { $, api, status, text } from './dom.js';
+import { $, el } from '../dom.js';
+import { api, status } from './page.js';
 import { seed } from './elements.js';
 
 export function setupSearch() {
@@ -28,8 +29,8 @@ export function setupSearch() {
       try {
         const found = await api(`/entities?q=${encodeURIComponent(q)}&limit=8`);
         list.replaceChildren(...found.map((entity, i) => {
-          const item = text('li', entity.name);
-          item.append(text('span', ` ${entity.entity_type ?? ''}`, 'muted'));
+          const item = el('li', entity.name);
+          item.append(el('span', ` ${entity.entity_type ?? ''}`, 'muted'));
           item.id = `suggestion-${i}`;
           item.setAttribute('role', 'option');
           item.dataset.id = entity.id;

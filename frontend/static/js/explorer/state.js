@@ -4,13 +4,14 @@
 import { NEVER } from '../time.js';
 
 export const state = {
-  // id -> {ele, data, source, target, relation, valid, invalid, created, expired, hidden};
-  // the four times are milliseconds, NEVER for an open end.
+  // id -> {ele, data, source, target, relation, valid_at, invalid_at, created_at, expired_at,
+  // revision_of, hidden}: the API's names; the four times are milliseconds, NEVER for an
+  // open end (what ../time.js's visible() reads).
   // `ele` stays null until the fact is first shown: a fact hidden at the moment in view
   // (ended, not yet known, filtered out) costs Cytoscape nothing until then. The rest
   // are added while the browser is idle, so that scrubbing later adds nothing.
   facts: new Map(),
-  nodes: new Map(), // id -> {ele, created, hidden, pinned, community, folded (its fold's id)}
+  nodes: new Map(), // id -> {ele, created_at, hidden, pinned, community, folded (its fold's id)}
   folds: new Map(), // fold node id -> {hub, members: Set of entity ids} (fold.js)
   typeColours: new Map(),
   communityColours: new Map(),

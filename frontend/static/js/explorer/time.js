@@ -6,7 +6,8 @@
 
 import { NEVER, visible } from '../time.js';
 import { state } from './state.js';
-import { $, fmt } from './dom.js';
+import { $ } from '../dom.js';
+import { fmt } from './page.js';
 import { cy } from './graph.js';
 import { declutterSoon } from './labels.js';
 
@@ -18,7 +19,7 @@ const DAY = 86400000;
 export function factExtent() {
   let [low, high] = [Infinity, -Infinity];
   for (const fact of state.facts.values()) {
-    for (const moment of [fact.valid, fact.invalid]) {
+    for (const moment of [fact.valid_at, fact.invalid_at]) {
       if (Number.isFinite(moment)) {
         low = Math.min(low, moment);
         high = Math.max(high, moment);
@@ -50,14 +51,9 @@ function sliderTime(value, span = state.span) {
   return start + (end - start) * (Number(value) / STEPS);
 }
 
-// A fact's four times under the names visible() reads (NEVER for an open end).
-function bitemporal(fact) {
-  return { valid_at: fact.valid, invalid_at: fact.invalid, created_at: fact.created, expired_at: fact.expired };
-}
-
 function factState(fact, asOf, knownAt, history) {
-  if (visible(bitemporal(fact), asOf, knownAt)) return 'on';
-  if (fact.created > knownAt) return 'off'; // not known yet: never drawn
+  if (visible(fact, asOf, knownAt)) return 'on';
+  if (fact.created_at > knownAt) return 'off'; // not known yet: never drawn
   return history ? 'past' : 'off';
 }
 
@@ -114,7 +110,7 @@ export function applyTime() {
       if (!node.ele) continue;
       // Known once recorded, or once a fact about it is (a fact's system time starts when
       // its episode arrived, which may be before its entities were written).
-      const known = node.created <= view.knownAt || live.has(id);
+      const known = node.created_at <= view.knownAt || live.has(id);
       const drawn = known && !node.hidden && (live.has(id) || node.pinned || !linked.has(id));
       setShown(id, node.ele, drawn && !node.folded ? 'on' : 'off');
     }
@@ -194,8 +190,8 @@ export function drawHistogram() {
   const bins = new Array(100).fill(0);
   const { start, end } = state.span;
   for (const fact of state.facts.values()) {
-    if (fact.valid === NEVER) continue;
-    const bin = Math.min(99, Math.max(0, Math.floor(((fact.valid - start) / (end - start || 1)) * 100)));
+    if (fact.valid_at === NEVER) continue;
+    const bin = Math.min(99, Math.max(0, Math.floor(((fact.valid_at - start) / (end - start || 1)) * 100)));
     bins[bin] += 1;
   }
   const top = Math.max(1, ...bins);

@@ -1,25 +1,20 @@
-// The page around the graph: its elements, the API, the status line and the toasts.
+// The page around the graph: its element, the API, the status line, the toasts and the
+// dates shown. The DOM helpers themselves are ../dom.js's.
 
 import { apiClient, statusMessage } from '../api.js';
+import { $, el, notice } from '../dom.js';
 import { NEVER } from '../time.js';
 
-export const root = document.getElementById('explorer');
+export const root = $('explorer');
 export const api = apiClient(root.dataset.api, statusMessage); // errors read "404: Not found"
-export const $ = (id) => document.getElementById(id);
 
-export function text(tag, content, className) {
-  const element = document.createElement(tag);
-  if (content !== undefined) element.textContent = content;
-  if (className) element.className = className;
-  return element;
-}
-
-export function status(message) { $('status').textContent = message; }
+// The status line under the graph.
+export const status = notice($('status'));
 
 export function toast(key, message, kind = 'info') {
   let item = document.querySelector(`[data-toast="${CSS.escape(key)}"]`);
   if (!item) {
-    item = text('div', '', `toast ${kind}`);
+    item = el('div', '', `toast ${kind}`);
     item.dataset.toast = key;
     $('toasts').append(item);
   }
