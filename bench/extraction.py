@@ -107,6 +107,7 @@ import snowballstemmer  # noqa: E402
 
 from bench.scratch import django_setup  # noqa: E402
 from kgapp import surreal_server  # noqa: E402
+from kgapp.graph.time import visible  # noqa: E402
 
 CONTEXT_CHARS = 8_000
 QA_CATEGORIES = {1: "multi-hop", 2: "temporal", 4: "single-hop"}
@@ -303,13 +304,8 @@ def read_graph(slug: str) -> Graph:
 
 
 def is_current(fact: dict[str, Any], now: datetime) -> bool:
-    def after_now(moment: Any) -> bool:
-        return moment is None or moment > now
-
-    return (
-        fact["valid_at"] <= now and after_now(fact.get("invalid_at"))
-        and after_now(fact.get("expired_at"))
-    )
+    """True now, as known now: the product's one rule (kgapp/graph/time.py)."""
+    return visible(fact, now, now)
 
 
 # --- figures 1 and 2 ---------------------------------------------------------------------

@@ -32,7 +32,7 @@ from harness.workers import (
 from kgapp.celery import app as celery_app
 from kgapp.graph.documents.parse import parse_document
 from kgapp.graph.ingest.service import document_submit
-from kgapp.graph.records import parse_record_id, to_json
+from kgapp.graph.records import record_key, to_json
 from kgapp.tasks import ingest
 from tenants.wiring import tenant_graph
 
@@ -75,13 +75,13 @@ def test_twenty_whole_worker_kills_lose_and_duplicate_nothing(
     parsed = parse_document("chat.json", conversation(), max_bytes=10**7)
     _, job = graph.run(document_submit, parsed, file_name="chat.json", data=conversation(),
                        uploaded_by="bench")
-    record = parse_record_id(job["id"], "job")
+    record = job["id"]
     # Beat every 5 s: the filesystem broker delivers about one message a second, and a
     # faster beat would queue the requeued job behind its own checks. A new worker also
     # checks as it starts.
     url, options, env = default_broker_workers(tmp_path, scripted_llm.base_url, stale_check=5)
     with celery_app.connection_for_write(url, transport_options=options) as connection:
-        ingest.apply_async((tenant.slug, job["id"]), connection=connection)
+        ingest.apply_async((tenant.slug, record_key(job["id"])), connection=connection)
 
     # Kill points: spread over the ingest, each at least one episode after the last.
     points = [round(EPISODES * (k + 1) / (KILLS + 1)) for k in range(KILLS)]

@@ -54,6 +54,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from kgapp import surreal_server  # noqa: E402
 from kgapp.graph import queries, schema  # noqa: E402
+from kgapp.graph.config import CoreConfig, configure  # noqa: E402
 from kgapp.graph.documents.parse import parse_document  # noqa: E402
 from kgapp.graph.embeddings import Embedder, local_embedder  # noqa: E402
 from kgapp.graph.export.snapshot import export_graph  # noqa: E402
@@ -196,7 +197,7 @@ async def upload(
     row, job = await document_submit(store, parsed, file_name=name, data=data, uploaded_by=None)
     if job is None:
         raise RuntimeError(f"{name} was taken for a file uploaded already")
-    done = await ingest_run(store, parse_record_id(job["id"], "job"), embedder=embedder, llm=llm)
+    done = await ingest_run(store, job["id"], embedder=embedder, llm=llm)
     seconds = time.perf_counter() - started
     if done["status"] != "completed":
         raise RuntimeError(f"{name}: job {done['status']}: {done.get('error')}")
@@ -608,6 +609,7 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory(prefix="kg-bench-lifecycle-") as scratch:
         os.environ["KG_SEARCH_DIR"] = str(Path(scratch) / "search")
+        configure(CoreConfig(search_dir=Path(scratch) / "search"))  # this process's core
         server = surreal_server.start(storage="mem://", log=Path(scratch) / "surreal.log")
         try:
             config = StoreConfig(

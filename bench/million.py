@@ -77,6 +77,7 @@ from bench.search import (  # noqa: E402
 from bench.search import in_child as search_child  # noqa: E402
 from kgapp import surreal_server  # noqa: E402
 from kgapp.graph import communities, drawing, jobs, queries, schema, stats  # noqa: E402
+from kgapp.graph.config import CoreConfig, configure  # noqa: E402
 from kgapp.graph.embeddings import local_embedder  # noqa: E402
 from kgapp.graph.export.jsonl import FORMAT, VERSION, line, record_line  # noqa: E402
 from kgapp.graph.export.tables import BY_NAME, TABLES  # noqa: E402
@@ -362,6 +363,7 @@ async def load_tenant(count: int, work: Path, server: surreal_server.RunningServ
 async def main(count: int, runs: int, reuse: Path | None, keep: bool, search: bool) -> None:
     work = reuse or Path(tempfile.mkdtemp(prefix="bench-million-", dir=ROOT / "var"))
     os.environ["KG_SEARCH_DIR"] = str(work / "search")
+    configure(CoreConfig(search_dir=work / "search"))  # this process's core
     server = surreal_server.start(storage=f"rocksdb://{work / 'surreal'}", log=Path("/dev/null"),
                                   credentials=surreal_server.local_credentials(work))
     running = None

@@ -38,7 +38,7 @@ from kgapp.celery import app as celery_app
 from kgapp.graph.documents.parse import parse_document
 from kgapp.graph.errors import GraphUnavailable
 from kgapp.graph.ingest.service import document_submit
-from kgapp.graph.records import parse_record_id
+from kgapp.graph.records import record_key
 from kgapp.tasks import ingest
 from tenants.wiring import tenant_graph
 
@@ -108,7 +108,7 @@ def test_surrealdb_and_redis_restarted_during_an_ingest(
     parsed = parse_document("chat.json", conversation(), max_bytes=10**7)
     _, job = graph.run(document_submit, parsed, file_name="chat.json", data=conversation(),
                        uploaded_by="bench")
-    record = parse_record_id(job["id"], "job")
+    record = job["id"]
     _, _, env = default_broker_workers(tmp_path, scripted_llm.base_url)
     env["REDIS_URL"] = f"redis://127.0.0.1:{redis.port}/0"  # broker and channel layer
     env["KG_BROKER_VISIBILITY_TIMEOUT"] = "30"
@@ -124,7 +124,7 @@ def test_surrealdb_and_redis_restarted_during_an_ingest(
 
     try:
         with celery_app.connection_for_write(env["REDIS_URL"]) as connection:
-            ingest.apply_async((tenant.slug, job["id"]), connection=connection)
+            ingest.apply_async((tenant.slug, record_key(job["id"])), connection=connection)
         for number, point in enumerate(points):
             row = through_outages(lambda p=point: wait_for(
                 graph, record, until(lambda r: r.get("progress", 0) >= p

@@ -53,6 +53,7 @@ from surrealdb.data.types.record_id import RecordID  # noqa: E402
 
 from kgapp import surreal_server  # noqa: E402
 from kgapp.graph import queries, schema  # noqa: E402
+from kgapp.graph.config import CoreConfig, configure  # noqa: E402
 from kgapp.graph.embeddings import local_embedder  # noqa: E402
 from kgapp.graph.index import directories, indexer  # noqa: E402
 from kgapp.graph.resolution.canonical import canonical_name, entity_key  # noqa: E402
@@ -490,6 +491,7 @@ async def main(facts_count: int, runs: int, composed: bool) -> None:
     server = surreal_server.start(storage="mem://", log=Path("/dev/null"))
     directory = tempfile.mkdtemp(prefix="bench-search-")
     os.environ["KG_SEARCH_DIR"] = directory
+    configure(CoreConfig(search_dir=Path(directory)))  # this process's core
     running = None
     try:
         config = StoreConfig(

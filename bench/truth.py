@@ -124,12 +124,12 @@ from bench.truth_gold import (  # noqa: E402
 )
 from kgapp import surreal_server  # noqa: E402
 from kgapp.graph import schema  # noqa: E402
+from kgapp.graph.config import CoreConfig, configure  # noqa: E402
 from kgapp.graph.documents.parse import parse_document  # noqa: E402
 from kgapp.graph.embeddings import Embedder, local_embedder  # noqa: E402
 from kgapp.graph.ingest.offline import DEFAULT_MODEL, OfflineExtractor  # noqa: E402
 from kgapp.graph.ingest.service import document_submit, ingest_run  # noqa: E402
 from kgapp.graph.namespaces import namespace_remove  # noqa: E402
-from kgapp.graph.records import parse_record_id  # noqa: E402
 from kgapp.graph.store import Pool, StoreConfig, TenantStore  # noqa: E402
 
 SAMPLE_SIZE = 20
@@ -160,7 +160,7 @@ async def uploaded_graph(
                                    reference_time=reference_time)
     if job is None:
         raise RuntimeError(f"{name} was taken for a file uploaded already")
-    done = await ingest_run(store, parse_record_id(job["id"], "job"), embedder=embedder,
+    done = await ingest_run(store, job["id"], embedder=embedder,
                             llm=None, extractor=extractor)
     if done["status"] != "completed":
         raise RuntimeError(f"{name}: job {done['status']}: {done.get('error')}")
@@ -181,6 +181,7 @@ def surreal() -> Iterator[StoreConfig]:
     """The local SurrealDB server in memory, and search indexes in a scratch folder."""
     with tempfile.TemporaryDirectory(prefix="kg-bench-truth-") as scratch:
         os.environ["KG_SEARCH_DIR"] = str(Path(scratch) / "search")
+        configure(CoreConfig(search_dir=Path(scratch) / "search"))  # this process's core
         server = surreal_server.start(storage="mem://", log=Path(scratch) / "surreal.log")
         try:
             yield StoreConfig(url=server.url, username=server.credentials.user,

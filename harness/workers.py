@@ -15,7 +15,7 @@ from django.test import override_settings
 
 from kgapp.graph import jobs
 from kgapp.graph.ingest.service import document_submit
-from kgapp.graph.records import to_json
+from kgapp.graph.records import record_key, to_json
 from kgapp.settings.base import celery_broker
 from kgapp.tasks import ingest
 from tenants.wiring import tenant_graph
@@ -92,7 +92,7 @@ def ingest_in_process(tenant, parsed, data: bytes, llm_url: str) -> dict:
     _, job = tenant_graph(tenant).run(
         document_submit, parsed, file_name="chat.json", data=data, uploaded_by="t")
     with override_settings(OPENAI_BASE_URL=llm_url, OPENAI_API_KEY="test", EMBEDDER="openai"):
-        return ingest.apply(args=(tenant.slug, job["id"])).get()
+        return ingest.apply(args=(tenant.slug, record_key(job["id"]))).get()
 
 
 def default_broker_workers(

@@ -13,20 +13,22 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, TypedDict
 
 from celery import chain, shared_task
 from django.conf import settings
 from django.core.cache import caches
 from django.core.files.uploadedfile import UploadedFile
 from kombu.exceptions import OperationalError
+from surrealdb.data.types.record_id import RecordID
 
 from kgapp.graph import communities, communities_follow, jobs
 from kgapp.graph.curation import duplicates
 from kgapp.graph.errors import GraphError, GraphUnavailable
 from kgapp.graph.ingest.model import EpisodeInput
 from kgapp.graph.ingest.service import episode_submit, ingest_run, stragglers_index
-from kgapp.graph.records import Job, parse_record_id, to_json
+from kgapp.graph.jobs import JobJson, JobRef, job_json
+from kgapp.graph.records import Job, parse_record_id
 from kgapp.graph.retention import retention_job
 from kgapp.graph.search import retrieval_counts
 from kgapp.graph.store import TenantStore
@@ -38,8 +40,17 @@ from tenants.wiring import embedder, llm_client, offline_extractor, pdf_limits, 
 logger = logging.getLogger(__name__)
 
 
+class _Retrying(TypedDict):
+    """The options of a task that retries (`shared_task`'s keywords)."""
+
+    autoretry_for: tuple[type[Exception], ...]
+    retry_backoff: bool
+    retry_backoff_max: int
+    max_retries: int
+
+
 # Tasks that reach a tenant's graph retry while SurrealDB is unreachable.
-def _retrying(backoff_max: int, retries: int) -> dict[str, Any]:
+def _retrying(backoff_max: int, retries: int) -> _Retrying:
     return {
         "autoretry_for": (GraphUnavailable,),
         "retry_backoff": True,
@@ -54,13 +65,13 @@ def ping() -> str:
 
 
 @shared_task(name="kgapp.health_check", **_retrying(60, 5))
-def health_check(tenant_slug: str, job_id: str) -> dict[str, Any]:
+def health_check(tenant_slug: str, job_id: str) -> JobJson:
     tenant = Tenant.objects.get(slug=tenant_slug)
     return _run_job(tenant, job_id, jobs.health_check)
 
 
 @shared_task(name="kgapp.ingest", **_retrying(120, 8))
-def ingest(tenant_slug: str, job_id: str, follow: bool = True) -> dict[str, Any]:
+def ingest(tenant_slug: str, job_id: str, follow: bool = True) -> JobJson:
     """Ingest the episodes or the document of job `job_id` in tenant `tenant_slug`; the
     communities then follow, unless not `follow` (a chain that detects at its end)."""
     tenant = Tenant.objects.get(slug=tenant_slug)
@@ -72,12 +83,13 @@ def ingest(tenant_slug: str, job_id: str, follow: bool = True) -> dict[str, Any]
 
 
 def _run_job(
-    tenant: Tenant, job_id: str, work: Callable[[TenantStore, Any], Awaitable[Job]]
-) -> dict[str, Any]:
-    """`work(store, job)` in the tenant's graph, the job's heartbeat kept fresh meanwhile."""
+    tenant: Tenant, job_id: str, work: Callable[[TenantStore, RecordID], Awaitable[Job]]
+) -> JobJson:
+    """`work(store, job)` in the tenant's graph, the job's heartbeat kept fresh meanwhile;
+    the job as it ended, as JSON (the task's result)."""
     job = parse_record_id(job_id, "job")
     every = settings.JOB_HEARTBEAT_INTERVAL
-    return to_json(tenant_graph(tenant).run(jobs.with_heartbeat, job, work, every=every))
+    return job_json(tenant_graph(tenant).run(jobs.with_heartbeat, job, work, every=every))
 
 
 def _communities_if_due(tenant: Tenant) -> None:
@@ -124,7 +136,7 @@ def follow_ingestion(tenant_slug: str, job_id: str, token: str = "") -> str:
     return str(verdict)
 
 
-async def _ingest(store: TenantStore, job: Any) -> Job:
+async def _ingest(store: TenantStore, job: RecordID) -> Job:
     return await ingest_run(
         store,
         job,
@@ -136,13 +148,13 @@ async def _ingest(store: TenantStore, job: Any) -> Job:
 
 
 @shared_task(name="kgapp.rebuild_communities", **_retrying(120, 8))
-def rebuild_communities(tenant_slug: str, job_id: str) -> dict[str, Any]:
+def rebuild_communities(tenant_slug: str, job_id: str) -> JobJson:
     """Detect the tenant's communities (job `job_id`; its params may hold `as_of`)."""
     tenant = Tenant.objects.get(slug=tenant_slug)
     return _run_job(tenant, job_id, _rebuild)
 
 
-async def _rebuild(store: TenantStore, job: Any) -> Job:
+async def _rebuild(store: TenantStore, job: RecordID) -> Job:
     row = await jobs.job_get(store, job)
     as_of = (row.get("params") or {}).get("as_of")
     config = communities.Detection(
@@ -196,13 +208,13 @@ def generate_dedup_candidates(tenant_slug: str | None = None) -> dict[str, int]:
 
 
 @shared_task(name="kgapp.apply_retention", **_retrying(120, 8))
-def apply_retention(tenant_slug: str, job_id: str) -> dict[str, Any]:
+def apply_retention(tenant_slug: str, job_id: str) -> JobJson:
     """Apply the tenant's retention policy as it is now (job `job_id`, kind `retention`):
     archive, then remove, audited; a failure fails the job with the graph unchanged."""
     tenant = Tenant.objects.get(slug=tenant_slug)
     policy = retention_policy(tenant)
 
-    async def work(store: TenantStore, job: Any) -> Job:
+    async def work(store: TenantStore, job: RecordID) -> Job:
         row = await jobs.job_get(store, job)
         return await retention_job(
             store,
@@ -216,11 +228,11 @@ def apply_retention(tenant_slug: str, job_id: str) -> dict[str, Any]:
 
 
 @shared_task(name="kgapp.import_tenant")
-def import_tenant(tenant_slug: str, job_id: str) -> dict[str, Any]:
+def import_tenant(tenant_slug: str, job_id: str) -> JobJson:
     """Load the export kept for import job `job_id` into the (empty) tenant; a refused or
     failed import fails the job with its reason and leaves the tenant empty."""
     tenant = Tenant.objects.get(slug=tenant_slug)
-    return to_json(transfer.import_run(tenant, job_id))
+    return job_json(transfer.import_run(tenant, job_id))
 
 
 @shared_task(name="kgapp.apply_retention_policies")
@@ -255,89 +267,88 @@ def requeue_stale_jobs() -> dict[str, list[str]]:
 
 
 # --- queueing: create a job record and send its task, as one step the edges call ---
+# Between the edge and `_send` a job travels as its record (`Job`), then as a `JobRef`;
+# the task's message is JSON (Celery's serializer), so it carries the tenant's slug and
+# the job id's text, which the task parses back (`_run_job`). The edges get the job as
+# JSON (`JobJson`) to show.
 
 
 class QueueUnavailable(Exception):
     """The task broker could not take the message; the job is marked failed."""
 
 
-def queue_health_check(tenant: Tenant, *, created_by: str) -> dict[str, Any]:
-    job = to_json(
-        tenant_graph(tenant).run(jobs.job_create, kind="health_check", created_by=created_by)
-    )
-    _send(tenant, job, health_check)
-    return job
+def queue_health_check(tenant: Tenant, *, created_by: str) -> JobJson:
+    job = tenant_graph(tenant).run(jobs.job_create, kind="health_check", created_by=created_by)
+    _send(tenant, JobRef.of(job), health_check)
+    return job_json(job)
 
 
 def queue_rebuild_communities(
     tenant: Tenant, *, created_by: str, as_of: datetime | None = None
-) -> dict[str, Any]:
+) -> JobJson:
     """Queue community detection (for the current graph, or as of a past moment)."""
-    job = to_json(
-        tenant_graph(tenant).run(
-            jobs.job_create,
-            kind="communities",
-            created_by=created_by,
-            params={"as_of": as_of} if as_of else {},
-        )
+    job = tenant_graph(tenant).run(
+        jobs.job_create,
+        kind="communities",
+        created_by=created_by,
+        params={"as_of": as_of} if as_of else {},
     )
-    _send(tenant, job, rebuild_communities)
-    return job
+    _send(tenant, JobRef.of(job), rebuild_communities)
+    return job_json(job)
 
 
-def queue_retention(tenant: Tenant, *, created_by: str) -> dict[str, Any]:
+def queue_retention(tenant: Tenant, *, created_by: str) -> JobJson:
     """Queue a run of the tenant's retention policy (what it is when the task runs)."""
     graph = tenant_graph(tenant)
-    job = to_json(graph.run(jobs.job_create, kind="retention", created_by=created_by))
-    _send(tenant, job, apply_retention)
-    return job
+    job = graph.run(jobs.job_create, kind="retention", created_by=created_by)
+    _send(tenant, JobRef.of(job), apply_retention)
+    return job_json(job)
 
 
-def queue_import(tenant: Tenant, upload: UploadedFile, *, created_by: str) -> dict[str, Any]:
+def queue_import(tenant: Tenant, upload: UploadedFile, *, created_by: str) -> JobJson:
     """Keep an uploaded export and queue its import job."""
     job = transfer.import_queue(tenant, upload, created_by=created_by)
-    _send(tenant, job, import_tenant)
-    return job
+    _send(tenant, JobRef.of(job), import_tenant)
+    return job_json(job)
 
 
 def queue_episode(
     tenant: Tenant, episode: EpisodeInput, *, created_by: str
-) -> tuple[str, dict[str, Any]]:
+) -> tuple[str, JobJson]:
     """Queue the ingestion of one episode: its (deterministic) id and its job."""
     episode_id, job = tenant_graph(tenant).run(episode_submit, episode, created_by=created_by)
-    _send(tenant, job, ingest)
-    return episode_id, job
+    _send(tenant, JobRef.of(job), ingest)
+    return episode_id, job_json(job)
 
 
-def queue_ingest(tenant: Tenant, job: dict[str, Any]) -> None:
+def queue_ingest(tenant: Tenant, job: Job) -> None:
     """Queue the ingest task of a job record already created."""
-    _send(tenant, job, ingest)
+    _send(tenant, JobRef.of(job), ingest)
 
 
 def queue_ingest_in_order(
-    tenant: Tenant, ingest_jobs: Sequence[dict[str, Any]], *, created_by: str
-) -> dict[str, Any]:
+    tenant: Tenant, ingest_jobs: Sequence[Job], *, created_by: str
+) -> JobJson:
     """Queue ingest jobs already created as one chain: each starts when the one before
     has ended (so a later episode supersedes an earlier one as it would live), then a
     community rebuild, then the tenant's duplicate candidates. The rebuild's job."""
-    rebuild = to_json(
-        tenant_graph(tenant).run(jobs.job_create, kind="communities", created_by=created_by)
+    rebuild = tenant_graph(tenant).run(
+        jobs.job_create, kind="communities", created_by=created_by
     )
-    steps = [ingest.si(tenant.slug, job["id"], follow=False) for job in ingest_jobs]
+    queued = [JobRef.of(job) for job in [*ingest_jobs, rebuild]]
+    steps = [ingest.si(tenant.slug, job.key, follow=False) for job in queued[:-1]]
     steps += [
-        rebuild_communities.si(tenant.slug, rebuild["id"]),
+        rebuild_communities.si(tenant.slug, queued[-1].key),
         generate_dedup_candidates.si(tenant.slug),
     ]
     try:
         chain(*steps).delay()
     except OperationalError as error:
         logger.warning("broker refused the chain of %d jobs: %s", len(steps), error)
-        for job in [*ingest_jobs, rebuild]:
-            tenant_graph(tenant).run(
-                jobs.job_fail, parse_record_id(job["id"], "job"), error="the task queue is down"
-            )
+        for job in queued:
+            tenant_graph(tenant).run(jobs.job_fail, job.id, error="the task queue is down")
         raise QueueUnavailable("the task queue is unavailable; try again shortly") from error
-    return rebuild
+    return job_json(rebuild)
 
 
 # The task that runs each kind of job.
@@ -357,19 +368,19 @@ def requeue_stale(tenant: Tenant, *, stale_after: float) -> list[str]:
         jobs.requeue_stale, stale_after=stale_after, kinds=tuple(_TASKS)
     )
     ids = []
-    for job in map(to_json, requeued):
-        logger.warning("job %s of %s lost its worker; queued again", job["id"], tenant.slug)
-        _send(tenant, job, _TASKS[job["kind"]])
-        ids.append(job["id"])
+    for job in map(JobRef.of, requeued):
+        logger.warning("job %s of %s lost its worker; queued again", job.key, tenant.slug)
+        _send(tenant, job, _TASKS[job.kind])
+        ids.append(job.key)
     return ids
 
 
-def _send(tenant: Tenant, job: dict[str, Any], task: Any) -> None:
+def _send(tenant: Tenant, job: JobRef, task: Any) -> None:
+    """Send `task` the job (its message: the tenant's slug and the job id's text); a
+    refused message fails the job and raises QueueUnavailable."""
     try:
-        task.delay(tenant.slug, job["id"])
+        task.delay(tenant.slug, job.key)
     except OperationalError as error:
-        logger.warning("broker refused job %s: %s", job["id"], error)
-        tenant_graph(tenant).run(
-            jobs.job_fail, parse_record_id(job["id"], "job"), error="the task queue is down"
-        )
+        logger.warning("broker refused job %s: %s", job.key, error)
+        tenant_graph(tenant).run(jobs.job_fail, job.id, error="the task queue is down")
         raise QueueUnavailable("the task queue is unavailable; try again shortly") from error

@@ -54,7 +54,7 @@ class MembershipForm(forms.ModelForm):
         model = Membership
         fields = ["user", "tenant", "role"]
 
-    def clean(self) -> dict[str, Any]:
+    def clean(self) -> dict[str, Any]:  # Django's form data (ModelForm.clean), by field
         data = super().clean()
         assert data is not None  # a ModelForm's clean() returns its cleaned_data
         before = self.instance

@@ -11,8 +11,9 @@ class TenantsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from tenants.wiring import offline_extractor
+        from tenants.wiring import configure_core, offline_extractor
 
+        configure_core()
         # Checked without loading spaCy: start-up stays fast, and the pipeline loads on
         # the first extraction.
         problem = offline_extractor().problem

@@ -4,17 +4,18 @@ preview it, and apply it. The work is the graph core's (kgapp/graph/retention/).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from django.conf import settings
 from django.db import transaction
 
 from kgapp.graph import retention
 from kgapp.graph.retention import RetentionPolicy
-from tenants.access import TenantAccess
-from tenants.errors import RoleRequired
 from tenants.models import Role, Tenant
 from tenants.wiring import tenant_graph
+
+# Who manages a tenant's retention (its policy, previews, runs and archives): every door
+# to it (the API's routes, the page) checks this role, and only there.
+RETENTION_ROLE = Role.OWNER
 
 
 def retention_policy(tenant: Tenant) -> RetentionPolicy:
@@ -25,13 +26,9 @@ def retention_policy(tenant: Tenant) -> RetentionPolicy:
     )
 
 
-def retention_policy_set(
-    *, access: TenantAccess, actor: str, policy: RetentionPolicy
-) -> RetentionPolicy:
-    """Save `policy` as the tenant's (owners only) with a `retention_policy` audit entry."""
-    if not access.allows(Role.OWNER):
-        raise RoleRequired(f"only an owner sets the retention policy; you are {access.role.value}")
-    tenant = access.tenant
+def retention_policy_set(*, tenant: Tenant, actor: str, policy: RetentionPolicy) -> RetentionPolicy:
+    """Save `policy` as the tenant's with a `retention_policy` audit entry (the caller
+    has checked RETENTION_ROLE)."""
     before = retention_policy(tenant)
     with transaction.atomic():
         tenant.retention_mode = policy.mode
@@ -39,7 +36,9 @@ def retention_policy_set(
         tenant.retention_episodes_days = policy.episodes_days
         tenant.save(
             update_fields=[
-                "retention_mode", "retention_facts_ended_days", "retention_episodes_days"
+                "retention_mode",
+                "retention_facts_ended_days",
+                "retention_episodes_days",
             ]
         )
         tenant_graph(tenant).run(
@@ -48,14 +47,14 @@ def retention_policy_set(
     return policy
 
 
-def retention_preview(tenant: Tenant, policy: RetentionPolicy | None = None) -> dict[str, Any]:
+def retention_preview(
+    tenant: Tenant, policy: RetentionPolicy | None = None
+) -> retention.RetentionPreview:
     """What `policy` (default: the tenant's own) would remove now."""
-    return tenant_graph(tenant).run(
-        retention.retention_preview, policy or retention_policy(tenant)
-    )
+    return tenant_graph(tenant).run(retention.retention_preview, policy or retention_policy(tenant))
 
 
-def retention_history(tenant: Tenant) -> list[dict[str, Any]]:
+def retention_history(tenant: Tenant) -> list[retention.HistoryEntry]:
     return tenant_graph(tenant).run(retention.retention_history)
 
 

@@ -30,7 +30,7 @@ from kgapp.graph.export.load import (
     export_lines_of,
 )
 from kgapp.graph.export.tables import IMPORT_JOB_KIND
-from kgapp.graph.records import Job, parse_record_id, to_json
+from kgapp.graph.records import Job, parse_record_id
 from kgapp.graph.retention import RetentionPolicy
 from kgapp.graph.time import Moment
 from tenants.models import Tenant
@@ -113,8 +113,8 @@ def import_first_line(chunk: bytes) -> None:
         )
 
 
-def import_queue(tenant: Tenant, upload: UploadedFile, *, created_by: str) -> dict[str, Any]:
-    """Keep the upload and create its import job (queued); the job as JSON."""
+def import_queue(tenant: Tenant, upload: UploadedFile, *, created_by: str) -> Job:
+    """Keep the upload and create its import job (queued)."""
     import_first_line(next(upload.chunks(64 * 1024), b""))
     name = f"{uuid.uuid4().hex}.export"
     with (import_directory() / name).open("wb") as out:
@@ -122,9 +122,7 @@ def import_queue(tenant: Tenant, upload: UploadedFile, *, created_by: str) -> di
             out.write(chunk)
     graph = tenant_graph(tenant)
     params = {"file": name, "file_name": upload.name or "", "size": upload.size or 0}
-    return to_json(
-        graph.run(jobs.job_create, kind=IMPORT_JOB_KIND, created_by=created_by, params=params)
-    )
+    return graph.run(jobs.job_create, kind=IMPORT_JOB_KIND, created_by=created_by, params=params)
 
 
 def import_file(tenant: Tenant, path: Path, *, created_by: str) -> Job:

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import functools
 import threading
+from pathlib import Path
 
 from django.conf import settings
 from django.core.signals import setting_changed
 
+from kgapp.graph.config import CoreConfig, configure
 from kgapp.graph.documents.pdf import PdfLimits
 from kgapp.graph.embeddings import Embedder, OpenAIEmbedder, local_embedder
 from kgapp.graph.ingest.offline import OfflineExtractor
@@ -39,6 +41,23 @@ def store_config() -> StoreConfig:
     )
 
 
+def core_config() -> CoreConfig:
+    """The core's configuration, from settings (validated as it is built)."""
+    return CoreConfig(
+        search_dir=Path(settings.SEARCH_DIR),
+        search_tenants=settings.SEARCH_TENANTS,
+        unit_vectors=settings.UNIT_VECTORS,
+        model_dir=Path(settings.MODEL_DIR),
+    )
+
+
+def configure_core() -> None:
+    """Hand the core its configuration: at start-up (TenantsConfig.ready, so the web
+    server, the Celery worker and every management command, the search indexer's
+    included) and whenever a test changes the settings it is built from."""
+    configure(core_config())
+
+
 def graph_runtime() -> GraphRuntime:
     global _runtime
     with _lock:
@@ -64,9 +83,14 @@ def migrations() -> list[Migration]:
     return load_migrations(settings.SCHEMA_DIR)
 
 
+_CORE_SETTINGS = frozenset({"SEARCH_DIR", "SEARCH_TENANTS", "UNIT_VECTORS", "MODEL_DIR"})
+
+
 def _on_setting_changed(setting: str, **kwargs: object) -> None:
     if setting.startswith("SURREAL_"):
         reset_graph_runtime()
+    if setting in _CORE_SETTINGS:
+        configure_core()
 
 
 setting_changed.connect(_on_setting_changed)

@@ -21,7 +21,7 @@ from kgapp.graph.namespaces import namespace_remove
 from kgapp.graph.store import GraphRuntime, StoreConfig, TenantStore
 from tenants import services
 from tenants.models import Role, Tenant
-from tenants.wiring import graph_runtime, reset_graph_runtime
+from tenants.wiring import configure_core, graph_runtime, reset_graph_runtime
 from tests.llm_fixtures import scripted_llm  # noqa: E402,F401  (a fixture)
 
 _slugs = itertools.count(1)
@@ -44,7 +44,12 @@ def _search_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     previous = os.environ.get("KG_SEARCH_DIR")
     directory = tmp_path_factory.mktemp("search")
     os.environ["KG_SEARCH_DIR"] = str(directory)
+    # This process's core gets it from settings, through the edge (tenants.wiring).
+    previous_setting, settings.SEARCH_DIR = settings.SEARCH_DIR, directory
+    configure_core()
     yield directory
+    settings.SEARCH_DIR = previous_setting
+    configure_core()
     if previous is None:
         os.environ.pop("KG_SEARCH_DIR", None)
     else:

@@ -22,7 +22,7 @@ def test_surrealql_lives_only_in_the_queries_module() -> None:
     stray = [
         str(path.relative_to(ROOT))
         for path in tracked_python()
-        if path.relative_to(ROOT).parts[0] not in {"tests", "bench"}
+        if path.relative_to(ROOT).parts[0] not in {"tests", "bench", "harness"}
         and path.name != "queries.py"
         and SURREALQL.search(path.read_text(encoding="utf-8"))
     ]
@@ -45,3 +45,14 @@ def test_no_third_party_javascript_is_committed() -> None:
         assert not name.startswith(("node_modules/", "frontend/static/vendor")), name
         text = (ROOT / name).read_text(encoding="utf-8")
         assert "@license" not in text and len(text) < 50_000, f"{name} looks vendored"
+
+
+def test_graph_core_reads_no_environment() -> None:
+    """The core gets its configuration from the edge (kgapp/graph/config.py), never from
+    the process environment."""
+    offenders = [
+        str(path.relative_to(ROOT))
+        for path in (ROOT / "kgapp" / "graph").rglob("*.py")
+        if re.search(r"os\.environ|getenv", path.read_text(encoding="utf-8"))
+    ]
+    assert offenders == []

@@ -30,7 +30,7 @@ from kgapp.celery import app as celery_app
 from kgapp.graph import jobs
 from kgapp.graph.documents.parse import parse_document
 from kgapp.graph.ingest.service import document_submit
-from kgapp.graph.records import parse_record_id, to_json
+from kgapp.graph.records import record_key, to_json
 from kgapp.tasks import ingest
 from tenants.wiring import tenant_graph
 
@@ -77,10 +77,10 @@ def test_a_killed_worker_loses_and_duplicates_nothing(make_tenant, scripted_llm,
     }
     queue = f"test-kill-{secrets.token_hex(4)}"
     first = start_worker(env, queue, tmp_path / "first.log")
-    record = parse_record_id(job["id"], "job")
+    record = job["id"]
     try:
         with celery_app.connection_for_write(REDIS_TEST_URL) as connection:
-            ingest.apply_async((tenant.slug, job["id"]), connection=connection, queue=queue)
+            ingest.apply_async((tenant.slug, record_key(job["id"])), connection=connection, queue=queue)
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             progress = graph.run(jobs.job_get, record).get("progress", 0)
@@ -126,10 +126,10 @@ def test_a_whole_worker_killed_on_the_default_broker_is_requeued_by_its_heartbea
     parsed = parse_document("chat.json", conversation(), max_bytes=10**6)
     _, job = graph.run(document_submit, parsed, file_name="chat.json", data=conversation(),
                        uploaded_by="t")
-    record = parse_record_id(job["id"], "job")
+    record = job["id"]
     url, options, env = default_broker_workers(tmp_path, scripted_llm.base_url)
     with celery_app.connection_for_write(url, transport_options=options) as connection:
-        ingest.apply_async((tenant.slug, job["id"]), connection=connection)
+        ingest.apply_async((tenant.slug, record_key(job["id"])), connection=connection)
     first = start_whole_worker(env, tmp_path / "first.log")
     second = None
     try:

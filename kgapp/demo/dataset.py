@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import cache
 from pathlib import Path
-from typing import Any
+
+from kgapp.graph.records import JsonObject
 
 FILES = Path(__file__).resolve().parent / "files"
 ANSWER_KEY = Path(__file__).resolve().parent / "answer_key.toml"
@@ -58,7 +59,7 @@ DEMO_FILES = (
 
 
 @cache
-def answer_key() -> dict[str, Any]:
+def answer_key() -> JsonObject:
     """`answer_key.toml`, read once."""
     with ANSWER_KEY.open("rb") as handle:
         return tomllib.load(handle)

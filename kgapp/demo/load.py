@@ -2,28 +2,27 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.conf import settings
 
 from kgapp import tasks
 from kgapp.demo.dataset import DEMO_FILES
 from kgapp.graph.documents.parse import parse_document
 from kgapp.graph.ingest import service
+from kgapp.graph.records import Job
 from tenants.models import Tenant
 from tenants.wiring import tenant_graph
 
 UPLOADED_BY = "demo"
 
 
-def demo_load(tenant: Tenant) -> list[dict[str, Any]]:
+def demo_load(tenant: Tenant) -> list[Job]:
     """Submit every demo file as a document of `tenant` (with its own date as reference
     time) and queue their ingests, in the dataset's order, as one chain ending with a
     community rebuild and duplicate candidates. Idempotent: a file already uploaded (by
     its content hash) is not queued again. The ingest jobs queued; [] when all were
     there already."""
     graph = tenant_graph(tenant)
-    queued = []
+    queued: list[Job] = []
     for demo_file in DEMO_FILES:
         data = demo_file.read()
         parsed = parse_document(demo_file.name, data, max_bytes=settings.UPLOAD_MAX_BYTES)

@@ -5,12 +5,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+
+from surrealdb.data.types.record_id import RecordID
 
 from kgapp.demo.dataset import answer_key
 from kgapp.graph import stats
 from kgapp.graph.export.snapshot import export_graph
+from kgapp.graph.records import Entity, StoredFact, as_entity, as_stored_fact
 from kgapp.graph.store import TenantStore
+from kgapp.graph.time import visible
 
 
 @dataclass
@@ -18,10 +21,10 @@ class DemoGraph:
     """The exported graph, indexed by name: current entities (not merged), every fact."""
 
     episodes: int
-    entities: dict[str, dict[str, Any]]  # id -> current entity
+    entities: dict[str, Entity]  # id -> current entity
     merged: int  # entities merged into another
     aliases: dict[str, set[str]]  # entity id -> its aliases, folded
-    facts: list[dict[str, Any]]
+    facts: list[StoredFact]
     communities: int
     candidates: int
     now: datetime = field(default_factory=lambda: datetime.now(UTC))
@@ -30,19 +33,17 @@ class DemoGraph:
     async def read(cls, store: TenantStore) -> DemoGraph:
         """The tenant's whole graph, as it is now."""
         counts = await stats.graph_counts(store)
-        return cls.of(await export_graph(store), episodes=counts["episodes"])
-
-    @classmethod
-    def of(cls, exported: dict[str, list[dict[str, Any]]], *, episodes: int) -> DemoGraph:
+        exported = await export_graph(store)
         aliases: dict[str, set[str]] = {}
         for row in exported["alias"]:
             aliases.setdefault(str(row["entity"]), set()).add(row["name"].casefold())
+        entities = [as_entity(row) for row in exported["entity"]]
         return cls(
-            episodes=episodes,
-            entities={str(e["id"]): e for e in exported["entity"] if not e.get("merged_into")},
-            merged=sum(1 for e in exported["entity"] if e.get("merged_into")),
+            episodes=counts["episodes"],
+            entities={str(e["id"]): e for e in entities if not e.get("merged_into")},
+            merged=sum(1 for e in entities if e.get("merged_into")),
             aliases=aliases,
-            facts=list(exported["relates_to"]),
+            facts=[as_stored_fact(row) for row in exported["relates_to"]],
             communities=len(exported["community"]),
             candidates=len(exported["dedup_candidate"]),
         )
@@ -56,18 +57,15 @@ class DemoGraph:
             if entity["name"].casefold() == wanted or wanted in self.aliases.get(key, ())
         ]
 
-    def name_of(self, record: Any) -> str:
+    def name_of(self, record: RecordID | str) -> str:
         entity = self.entities.get(str(record))
         return entity["name"] if entity else ""
 
-    def is_current(self, fact: dict[str, Any]) -> bool:
-        return (
-            fact["valid_at"] <= self.now
-            and (fact.get("invalid_at") is None or fact["invalid_at"] > self.now)
-            and (fact.get("expired_at") is None or fact["expired_at"] > self.now)
-        )
+    def is_current(self, fact: StoredFact) -> bool:
+        """True now, as the graph knows it now (kgapp/graph/time.py's rule)."""
+        return visible(fact, self.now, self.now)
 
-    def facts_between(self, source: str, relation: str, target: str) -> list[dict[str, Any]]:
+    def facts_between(self, source: str, relation: str, target: str) -> list[StoredFact]:
         sources, targets = set(self.named(source)), set(self.named(target))
         return [
             f

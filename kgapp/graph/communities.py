@@ -23,7 +23,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Literal
 
 import igraph
 import leidenalg
@@ -154,7 +154,7 @@ async def rebuild(
     started = time.perf_counter()
     for community in found:
         community.fingerprint = fingerprint(community, as_of)
-    existing = {
+    existing: dict[str, Community] = {
         record_key(row["id"]): row
         for row in await store.query_one(queries.COMMUNITIES_OF_MOMENT, {"as_of": as_of}) or []
     }
@@ -187,7 +187,7 @@ async def _detect(
 
 
 def _replacement(
-    existing: dict[str, Any],
+    existing: dict[str, Community],
     found: list[Found],
     fresh: list[Found],
     described: dict[str, tuple[str, str]],

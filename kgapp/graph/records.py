@@ -23,6 +23,12 @@ from kgapp.graph.errors import GraphError, InvalidRecordId, NotFound
 
 T = TypeVar("T")
 
+# Free-form JSON: an object whose keys the code does not know in advance (an upload's
+# JSON, a JSON Schema, a model's answer, a job kind's own result, a row of any table
+# where a function serves every table). Every record of a known shape has its own type
+# below; this one marks the boundaries where JSON stays JSON.
+JsonObject = dict[str, Any]
+
 _KEY = re.compile(r"^[A-Za-z0-9_]{1,64}$")
 
 
@@ -124,13 +130,17 @@ class Entity(_EntityFields, total=False):
     degree: int
     merged_into: RecordID | None
     canonical_name: str
+    match_key: str | None
+    name_embedding: list[float] | None
     labels: list[str]
-    attributes: dict[str, Any]
+    attributes: JsonObject  # free-form, as extraction or a curator gave them
     aliases: list[str]
     first_seen_at: datetime
     last_seen_at: datetime
     created_at: datetime
     pinned: bool
+    mentions: int
+    score: float
 
 
 class _EpisodeFields(TypedDict):
@@ -147,6 +157,7 @@ class Episode(_EpisodeFields, total=False):
     content_hash: str
     document: RecordID | None
     saga: RecordID | None
+    score: float
 
 
 class _CommunityFields(TypedDict):
@@ -164,7 +175,24 @@ class Community(_CommunityFields, total=False):
     fingerprint: str
     created_at: datetime
     updated_at: datetime
-    members: list[dict[str, Any]]
+    members: list[CommunityMember]
+    score: float
+
+
+class CommunityMember(TypedDict):
+    """An entity of a community, as community_get reads it (queries.COMMUNITY_GET)."""
+
+    id: RecordID
+    name: str
+    entity_type: str
+    degree: int
+
+
+class JobFailure(TypedDict):
+    """One part of a job that failed (an episode of an ingest job): which, and why."""
+
+    index: int
+    reason: str
 
 
 class _JobFields(TypedDict):
@@ -177,12 +205,12 @@ class Job(_JobFields, total=False):
     progress: int
     total: int
     phase: str | None
-    params: dict[str, Any]
-    counts: dict[str, Any]
-    timings: dict[str, Any]
-    failures: list[dict[str, Any]]
+    params: JsonObject  # each kind of job has its own (jobs.job_create)
+    counts: dict[str, int]
+    timings: dict[str, float]
+    failures: list[JobFailure]
     notes: list[str]
-    result: dict[str, Any]
+    result: JsonObject  # each kind of job has its own (jobs.JobReport.result)
     error: str | None
     document: RecordID | None
     attempts: int
@@ -221,3 +249,143 @@ def as_community(row: Any) -> Community:
 
 def as_job(row: Any) -> Job:
     return cast(Job, _built(row, Job, "job"))
+
+
+# --- rows of ingestion -----------------------------------------------------------------
+# A fact as stored (relates_to), a document, and the parts of them that ingestion reads
+# and writes.
+
+
+class Statement(TypedDict):
+    """What one episode said of a fact (relates_to.statements)."""
+
+    episode: RecordID
+    fact: str
+    valid_at: datetime
+    confidence: float
+
+
+# `in` is a Python keyword: a stored fact's own fields are named in the functional form.
+_StoredFactFields = TypedDict(
+    "_StoredFactFields",
+    {
+        "id": RecordID,
+        "in": RecordID,
+        "out": RecordID,
+        "relation": str,
+        "fact": str,
+        "valid_at": datetime,
+    },
+)
+
+
+class StoredFact(_StoredFactFields, total=False):
+    """A fact as stored, `in` -relation-> `out` (`SELECT *`, its vector often left out):
+    what resolution compares a new fact with, and what a revision copies."""
+
+    edge_type: str
+    fact_embedding: list[float] | None
+    episodes: list[RecordID]
+    statements: list[Statement] | None
+    confidence: float
+    invalid_at: datetime | None
+    created_at: datetime
+    expired_at: datetime | None
+    supersedes: RecordID | None
+    superseded_by: RecordID | None
+    revision_of: RecordID | None
+    retrieval_count: float
+    updated_at: datetime
+    attributes: JsonObject  # free-form, as the fact's source gave them
+
+
+class _MessageFields(TypedDict):
+    speaker: str
+    text: str
+
+
+class DocumentMessage(_MessageFields, total=False):
+    """One message of a conversation document, its time as the upload gave it."""
+
+    timestamp: str | None
+
+
+class _DocumentFields(TypedDict):
+    id: RecordID
+    file_name: str
+    kind: str
+    status: str
+
+
+class Document(_DocumentFields, total=False):
+    """A document as read and listed (queries.DOCUMENT_GET, DOCUMENT_LIST: without its
+    text, messages and file; with its versions and its job's model usage, and in a list
+    its counts)."""
+
+    mime: str
+    size: int
+    content_hash: str
+    title: str | None
+    error: str | None
+    chunk_count: int
+    uploaded_by: str | None
+    saga: RecordID | None
+    job: RecordID | None
+    reference_time: datetime | None
+    version: int
+    created_at: datetime
+    updated_at: datetime
+    episode_count: int
+    fact_count: int
+
+
+def as_document(row: Any) -> Document:
+    return cast(Document, _built(row, Document, "document"))
+
+
+# --- search's rows ----------------------------------------------------------------------
+
+
+class DocumentName(TypedDict):
+    """What a document is called (queries.SOURCE_NAMES): its title, if any, and file name."""
+
+    id: RecordID
+    title: str | None
+    file_name: str
+
+
+# --- rows that curation and ingestion write -------------------------------------------
+
+
+def as_stored_fact(row: Any) -> StoredFact:
+    return cast(StoredFact, _built(row, StoredFact, "fact"))
+
+
+class EpisodeRow(TypedDict):
+    """An episode as ingestion writes it (queries.EPISODE_CREATE; the id is the statement's)."""
+
+    name: str
+    content: str
+    source: str
+    source_description: str
+    valid_at: datetime
+    content_hash: str
+    saga: RecordID | None
+    document: RecordID | None
+    documents: list[RecordID]
+    message_keys: list[str] | None
+    chunk_index: int | None
+    screened_out: list[str] | None
+
+
+class EntityRow(TypedDict):
+    """An entity as ingestion writes it when first seen (queries.ENTITY_CREATE)."""
+
+    name: str
+    canonical_name: str
+    entity_type: str
+    summary: str
+    match_key: str | None
+    name_embedding: list[float] | None
+    first_seen_at: datetime
+    last_seen_at: datetime

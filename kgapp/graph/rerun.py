@@ -13,7 +13,7 @@ import random
 from typing import Any
 
 from kgapp.graph.errors import GraphError
-from kgapp.graph.store import TenantStore
+from kgapp.graph.store import Params, TenantStore
 
 ATTEMPTS = 6
 
@@ -24,7 +24,7 @@ def lost_race(error: GraphError) -> bool:
 
 
 async def rerun_on_conflict(
-    store: TenantStore, sql: str, params: dict[str, Any], *, attempts: int = ATTEMPTS
+    store: TenantStore, sql: str, params: Params, *, attempts: int = ATTEMPTS
 ) -> Any:
     """The result of one statement, sent again while it loses a write conflict (up to
     `attempts` times in all, a few milliseconds apart, growing, jittered)."""

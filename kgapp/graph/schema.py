@@ -14,8 +14,9 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from kgapp.graph import queries
 from kgapp.graph.errors import QueryFailed, SchemaError, UniqueViolation
@@ -66,7 +67,17 @@ def load_migrations(directory: Path) -> list[Migration]:
     return [migrations[version] for version in sorted(migrations)]
 
 
-async def applied_migrations(store: TenantStore) -> list[dict[str, Any]]:
+
+class AppliedMigration(TypedDict):
+    """A migration as schema_migration records it (queries.MIGRATIONS_APPLIED)."""
+
+    name: str
+    version: int
+    checksum: str
+    embedding_dim: int | None
+    applied_at: datetime
+
+async def applied_migrations(store: TenantStore) -> list[AppliedMigration]:
     await store.query(queries.MIGRATION_TABLE)
     rows = await store.query_one(queries.MIGRATIONS_APPLIED)
     return list(rows or [])

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from kgapp.graph import queries
 from kgapp.graph.store import TenantStore
 
 
 async def graph_counts(store: TenantStore) -> dict[str, int]:
-    counts: dict[str, Any] = await store.query_one(queries.TABLE_COUNTS) or {}
+    counts: dict[str, int | float] = await store.query_one(queries.TABLE_COUNTS) or {}
     return {name: int(value) for name, value in counts.items()}
 
 

@@ -21,7 +21,7 @@ import contextlib
 import logging
 import random
 import threading
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any, ParamSpec, TypeVar, cast
@@ -46,10 +46,17 @@ logger = logging.getLogger(__name__)
 T = TypeVar("T")
 P = ParamSpec("P")
 
+# A query's parameters by name ($name in its SurrealQL): values are never spliced in.
+Params = Mapping[str, Any]
+
 _CONNECTION_ERRORS = (OSError, WebSocketException, EOFError, asyncio.IncompleteReadError)
 
 
 # What the SDK's connection encodes each request and decodes each response with.
+# This module is the raw SurrealDB layer: a query's parameters (`params`) are whatever
+# values the SDK encodes, by name, and a response is the SDK's decoded JSON; both stay
+# untyped dicts here, as the SDK types them. Typed records start above the store
+# (records.py).
 async_ws.decode = wire.decode
 cbor_ws.encode = wire.encode
 
@@ -73,8 +80,9 @@ class StoreConfig:
 class Connection(AsyncWsSurrealConnection):
     """The SDK connection, plus live notifications with their action and record."""
 
+    # A live notification as the SDK queues it (its `live_queues` type).
     async def subscribe_notifications(self, live_id: str) -> asyncio.Queue[dict[str, Any]]:
-        queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()  # the SDK's raw notifications
         self.live_queues.setdefault(live_id, []).append(queue)
         return queue
 
@@ -128,7 +136,7 @@ async def _close_quietly(connection: Connection) -> None:
         await connection.close()
 
 
-def check_response(response: dict[str, Any]) -> list[Any]:
+def check_response(response: dict[str, Any]) -> list[Any]:  # the SDK's raw response
     """Results of every statement of a query response; raises on any failed one."""
     error = response.get("error")
     if error is not None:
@@ -168,7 +176,8 @@ class Pool:
         self._available = asyncio.Semaphore(config.pool_size)
         self._version: str | None = None
 
-    async def execute(self, sql: str, params: dict[str, Any] | None) -> dict[str, Any]:
+    # Raw parameters in, the SDK's raw response out (see the comment at the top).
+    async def execute(self, sql: str, params: Params | None) -> dict[str, Any]:
         """Send one query and return the raw response; GraphUnavailable on transport loss."""
         async with self._available:
             connection = self._idle.pop() if self._idle else None
@@ -179,7 +188,7 @@ class Pool:
             keep = False
             try:
                 async with asyncio.timeout(self.config.query_timeout):
-                    response = await connection.query_raw(sql, params or {})
+                    response = await connection.query_raw(sql, dict(params or {}))
                 keep = True
                 return response
             except TimeoutError as error:
@@ -232,11 +241,12 @@ class TenantStore:
     def namespace(self) -> str | None:
         return self._pool.namespace
 
-    async def query(self, sql: str, params: dict[str, Any] | None = None) -> list[Any]:
+    # `params`: the query's raw parameters, here and below (see the top of the module).
+    async def query(self, sql: str, params: Params | None = None) -> list[Any]:
         """Run `sql` (one or more statements) and return each statement's result."""
         return check_response(await self._pool.execute(sql, params))
 
-    async def query_one(self, sql: str, params: dict[str, Any] | None = None) -> Any:
+    async def query_one(self, sql: str, params: Params | None = None) -> Any:
         """The result of the last statement of `sql`."""
         results = await self.query(sql, params)
         return results[-1] if results else None
@@ -244,7 +254,7 @@ class TenantStore:
     async def server_version(self) -> str:
         return await self._pool.server_version()
 
-    async def transaction(self, sql: str, params: dict[str, Any] | None = None) -> list[Any]:
+    async def transaction(self, sql: str, params: Params | None = None) -> list[Any]:
         """Run `sql` atomically: a failed statement rolls every one of them back."""
         return await self.query(queries.in_transaction(sql), params)
 
@@ -351,12 +361,14 @@ class TenantGraph:
         finally:
             await self.runtime.call(_closed(iterator))
 
-    def query(self, sql: str, params: dict[str, Any] | None = None) -> list[Any]:
+    # `params`: the query's raw parameters (see the top of the module).
+    def query(self, sql: str, params: Params | None = None) -> list[Any]:
         return self.run(TenantStore.query, sql, params)
 
-    async def aquery(self, sql: str, params: dict[str, Any] | None = None) -> list[Any]:
+    async def aquery(self, sql: str, params: Params | None = None) -> list[Any]:
         return await self.arun(TenantStore.query, sql, params)
 
+    # `kwargs`: the keyword arguments of whichever core function `operation` is.
     async def _bind(
         self, operation: Callable[..., Awaitable[T]], args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> T:

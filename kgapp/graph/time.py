@@ -12,7 +12,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, timedelta
-from typing import Any
+from typing import Any, TypedDict
 
 # --- instants ----------------------------------------------------------------------------
 
@@ -35,6 +35,11 @@ def parse_when(value: str | None) -> datetime | None:
         return None
 
 
+class MomentParams(TypedDict):
+    as_of: datetime
+    known_at: datetime
+
+
 # --- bi-temporal visibility --------------------------------------------------------------
 # The one rule, mirrored once in SurrealQL (queries.VISIBLE) and once in JavaScript
 # (frontend/static/js/time.js); tests/graph/test_time.py holds the three to one table.
@@ -52,7 +57,8 @@ class Moment:
         now = datetime.now(UTC)
         return cls(as_of=as_of or now, known_at=known_at or now)
 
-    def params(self) -> dict[str, Any]:
+    def params(self) -> MomentParams:
+        """The moment as query parameters ($as_of, $known_at)."""
         return {"as_of": self.as_of, "known_at": self.known_at}
 
     def shows(self, fact: Mapping[str, Any]) -> bool:

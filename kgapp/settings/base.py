@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import base64
-import os
 from hashlib import sha256
 from pathlib import Path
-from typing import Any
 
 import dj_database_url
 from csp.constants import NONE, SELF
@@ -76,13 +74,13 @@ TEMPLATES = [
 ]
 
 
-def database(url: str) -> dict[str, Any]:
+def database(url: str) -> dj_database_url.DBConfig:
     """Django's settings for the database at `url`. SQLite (the default) is set up for
     concurrent writers, as Django's SQLite notes advise: write-ahead logging (readers never
     wait for a writer), IMMEDIATE transactions (a transaction takes the write lock when it
     begins, so two cannot deadlock upgrading from a read) and a 20 s busy timeout (a
     writer waits its turn instead of failing with "database is locked")."""
-    config: dict[str, Any] = dict(dj_database_url.parse(url, conn_max_age=60))
+    config = dj_database_url.parse(url, conn_max_age=60)
     if config["ENGINE"] == "django.db.backends.sqlite3":
         config["OPTIONS"] = {
             "transaction_mode": "IMMEDIATE",
@@ -307,10 +305,13 @@ SURREAL_CONNECT_ATTEMPTS = env.integer("SURREAL_CONNECT_ATTEMPTS", 4)
 SURREAL_BIND = env.text("SURREAL_BIND", "127.0.0.1:8811")
 SURREAL_STORAGE = env.text("SURREAL_STORAGE", f"rocksdb://{VAR_DIR / 'surreal'}")
 SCHEMA_DIR = BASE_DIR / "schema"
-# Every tenant's search index on this machine (kgapp/graph/index/, which reads the
-# variable): derived data, rebuilt from SurrealDB when missing.
+# Every tenant's search index on this machine (kgapp/graph/index/, handed to the core
+# as its CoreConfig by tenants/wiring.py): derived data, rebuilt from SurrealDB when
+# missing. A process started from this one reads the same variables, so finds the same.
 SEARCH_DIR = env.path("KG_SEARCH_DIR", VAR_DIR / "search")
-os.environ["KG_SEARCH_DIR"] = str(SEARCH_DIR)
+SEARCH_TENANTS = env.integer("KG_SEARCH_TENANTS", 32)  # opened indexes a process keeps
+UNIT_VECTORS = env.integer("KG_UNIT_VECTORS", 200_000)  # passage vectors a process keeps
+MODEL_DIR = env.path("KG_MODEL_DIR", BASE_DIR / "var" / "models")  # the local model's files
 # Live updates (kgapp/web/live.py): each hub reads its tenant's change feed every
 # KG_LIVE_FEED_INTERVAL seconds, reads KG_LIVE_FEED_LOOKBACK seconds back for commits that
 # became visible late, and reads at once when a LIVE SELECT on this node says something

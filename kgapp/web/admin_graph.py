@@ -5,17 +5,19 @@ a stranger gets 404, a member below curator 403."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from datetime import UTC, datetime
-from typing import Any
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, TypeVar
 
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect, QueryDict
 from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
+from surrealdb.data.types.record_id import RecordID
 
 from kgapp.graph.curation import corrections, duplicates, merge, pages, undo
 from kgapp.graph.errors import GraphError, InvalidRecordId, NotFound
@@ -24,6 +26,7 @@ from kgapp.graph.search import history, reads
 from kgapp.graph.time import parse_when
 from kgapp.web.auth import AuthenticatedHttpRequest
 from kgapp.web.schemas import MAX_OFFSET
+from kgapp.web.timeline import timeline
 from tenants.access import TenantAccess, tenant_access
 from tenants.errors import RoleRequired, TenantAccessError
 from tenants.models import Role
@@ -31,6 +34,7 @@ from tenants.selectors import curatable_tenants
 from tenants.wiring import embedder, tenant_graph
 
 PAGE = 50
+T = TypeVar("T")
 
 
 def _access(request: HttpRequest, slug: str) -> TenantAccess:
@@ -42,14 +46,16 @@ def _access(request: HttpRequest, slug: str) -> TenantAccess:
         raise Http404(str(error)) from error
 
 
-def _record(text: str, table: str) -> Any:
+def _record(text: str, table: str) -> RecordID:
     try:
         return parse_record_id(text, table)
     except InvalidRecordId as error:
         raise Http404(str(error)) from error
 
 
-def _page(request: HttpRequest, access: TenantAccess, template: str, **context: Any) -> Any:
+def _page(
+    request: HttpRequest, access: TenantAccess, template: str, **context: Any
+) -> TemplateResponse:
     from django.contrib import admin
 
     return TemplateResponse(
@@ -64,7 +70,9 @@ def _page(request: HttpRequest, access: TenantAccess, template: str, **context: 
     )
 
 
-def _run(access: TenantAccess, operation: Any, *args: Any, **kwargs: Any) -> Any:
+def _run(
+    access: TenantAccess, operation: Callable[..., Awaitable[T]], *args: Any, **kwargs: Any
+) -> T:
     """Run a graph operation in the tenant; what it does not find is a 404."""
     try:
         return tenant_graph(access.tenant).run(operation, *args, **kwargs)
@@ -146,8 +154,30 @@ def fact(request: HttpRequest, slug: str, fact_id: str) -> HttpResponse:
         fact=to_json(row),
         chain=to_json(chain),
         episodes=to_json(episodes),
-        timeline=_timeline(row),
+        timeline=timeline(row),
     )
+
+
+@dataclass(frozen=True, slots=True)
+class FactAction:
+    """What the fact page's form asks: `invalidate` the fact at `ended_at`, or `correct`
+    it to `text` (from `valid_at`); `reason` goes to the audit log."""
+
+    action: str
+    reason: str | None
+    ended_at: datetime | None
+    text: str
+    valid_at: datetime | None
+
+    @classmethod
+    def of(cls, post: QueryDict) -> FactAction:
+        return cls(
+            action=post.get("action", ""),
+            reason=post.get("reason", "").strip()[:500] or None,
+            ended_at=parse_when(post.get("ended_at")),
+            text=post.get("text", "").strip()[:2000],
+            valid_at=parse_when(post.get("valid_at")),
+        )
 
 
 @require_POST
@@ -155,67 +185,54 @@ def fact_act(request: HttpRequest, slug: str, fact_id: str) -> HttpResponse:
     """Invalidate the fact at a date, or replace it with a corrected version."""
     access = _access(request, slug)
     record = _record(fact_id, "relates_to")
-    post = request.POST
-    reason = post.get("reason", "").strip()[:500] or None
+    asked = FactAction.of(request.POST)
     try:
-        if post.get("action") == "invalidate":
-            ended = parse_when(post.get("ended_at"))
-            if ended is None:
-                messages.error(request, "Give the date the fact stopped holding.")
-                return HttpResponseRedirect(request.path.rsplit("act/", 1)[0])
-            _run(
-                access,
-                corrections.invalidate_fact,
-                record,
-                ended_at=ended,
-                actor=_actor(request),
-                reason=reason,
-            )
-            messages.success(request, "The fact now ends then; its earlier version is kept.")
-        elif post.get("action") == "correct":
-            text = post.get("text", "").strip()[:2000]
-            vector = embedder().embed([text])[0] if text else None
-            _run(
-                access,
-                corrections.correct_fact,
-                record,
-                text=text,
-                valid_at=parse_when(post.get("valid_at")),
-                embedding=vector,
-                actor=_actor(request),
-                reason=reason,
-            )
-            messages.success(request, "The corrected fact supersedes the old one.")
-        else:
-            messages.error(request, "Choose invalidate or correct.")
+        done = _fact_act(access, record, asked, _actor(request))
     except GraphError as error:
         messages.error(request, str(error))
+    else:
+        (messages.success if done.ok else messages.error)(request, done.said)
+        if done.back_to_form:
+            return HttpResponseRedirect(request.path.rsplit("act/", 1)[0])
     return HttpResponseRedirect(reverse("admin:graph-fact", args=[slug, fact_id]))
 
 
-def _timeline(row: dict[str, Any]) -> dict[str, Any]:
-    """Both time axes as bars on one scale (percentages), for the fact page."""
-    now = datetime.now(UTC)
-    points = [
-        row["valid_at"],
-        row["created_at"],
-        row.get("invalid_at") or now,
-        row.get("expired_at") or now,
-    ]
-    start, end = min(points), max(max(points), now)
-    span = (end - start).total_seconds() or 1.0
+@dataclass(frozen=True, slots=True)
+class _Done:
+    """What the fact page says after an action, and whether it goes back to the form."""
 
-    def bar(begin: datetime, finish: datetime | None) -> dict[str, float]:
-        left = (begin - start).total_seconds() / span * 100
-        right = ((finish or now) - start).total_seconds() / span * 100
-        return {"left": round(left, 2), "width": round(max(0.5, right - left), 2)}
+    ok: bool
+    said: str
+    back_to_form: bool = False
 
-    return {
-        "start": start.isoformat(),
-        "end": end.isoformat(),
-        "valid": bar(row["valid_at"], row.get("invalid_at")),
-        "known": bar(row["created_at"], row.get("expired_at")),
-    }
+
+def _fact_act(access: TenantAccess, record: RecordID, asked: FactAction, actor: str) -> _Done:
+    """Do what the form asked of the fact; GraphError when the graph refuses."""
+    if asked.action == "invalidate":
+        if asked.ended_at is None:
+            return _Done(False, "Give the date the fact stopped holding.", back_to_form=True)
+        _run(
+            access,
+            corrections.invalidate_fact,
+            record,
+            ended_at=asked.ended_at,
+            actor=actor,
+            reason=asked.reason,
+        )
+        return _Done(True, "The fact now ends then; its earlier version is kept.")
+    if asked.action == "correct":
+        _run(
+            access,
+            corrections.correct_fact,
+            record,
+            text=asked.text,
+            valid_at=asked.valid_at,
+            embedder=embedder(),
+            actor=actor,
+            reason=asked.reason,
+        )
+        return _Done(True, "The corrected fact supersedes the old one.")
+    return _Done(False, "Choose invalidate or correct.")
 
 
 def entity(request: HttpRequest, slug: str, entity_id: str) -> HttpResponse:

@@ -7,7 +7,8 @@ from typing import Any
 
 from django.contrib import admin
 from django.contrib.admin.apps import AdminConfig
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse
+from django.template.response import TemplateResponse
 from django.urls import URLPattern, URLResolver, path
 
 
@@ -31,12 +32,17 @@ class KgAdminSite(admin.AdminSite):
         ]
         return graph + super().get_urls()
 
-    def login(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> Any:
+    # extra_context: a template context (Django's signature), free-form.
+    def login(
+        self, request: HttpRequest, extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
         from kgapp.web import ratelimits
 
         return ratelimits.login_refusal(request) or super().login(request, extra_context)
 
-    def index(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> Any:
+    def index(
+        self, request: HttpRequest, extra_context: dict[str, Any] | None = None  # as login's
+    ) -> TemplateResponse:
         from tenants.selectors import curatable_tenants
 
         user = request.user

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from typing import Any
+from collections.abc import Iterable
 
 from django.conf import settings
 from django.core.exceptions import (
@@ -13,24 +13,12 @@ from django.core.exceptions import (
     TooManyFilesSent,
     ValidationError,
 )
-from django.db import OperationalError as DatabaseBusy
 from django.http import HttpRequest, HttpResponse
 from django.http.multipartparser import MultiPartParserError
 from ninja import NinjaAPI
 from ninja.errors import ValidationError as RequestInvalid
 
-from kgapp.graph.errors import (
-    GraphError,
-    GraphUnavailable,
-    InvalidRecordId,
-    NotFound,
-    UniqueViolation,
-    WriteConflict,
-)
-from kgapp.graph.export.load import ImportRefused, TenantNotEmpty
-from kgapp.graph.retention import PolicyInvalid
-from kgapp.graph.search.model import RerankerUnavailable
-from kgapp.tasks import QueueUnavailable
+from kgapp.graph.errors import GraphError
 from kgapp.web import refusals
 from kgapp.web.auth import API_AUTH, TokenRefused
 from kgapp.web.ratelimits import RateLimited
@@ -38,9 +26,10 @@ from kgapp.web.routers import (
     ask,
     health,
     ingest,
+    jobs,
+    members,
     retention,
     search,
-    tenant,
     tenants,
     tokens,
     transfer,
@@ -62,7 +51,8 @@ api = NinjaAPI(
 api.add_router("/v1/", health.router)
 api.add_router("/v1/", tokens.router)
 api.add_router("/v1/", tenants.router)
-api.add_router("/v1/", tenant.router)
+api.add_router("/v1/", members.router)
+api.add_router("/v1/", jobs.router)
 api.add_router("/v1/", ingest.router)
 api.add_router("/v1/", search.router)
 api.add_router("/v1/", ask.router)
@@ -85,10 +75,18 @@ def _tenant_access(request: HttpRequest, error: TenantAccessError) -> HttpRespon
     return _error(request, error.status, str(error))
 
 
-@api.exception_handler(GraphUnavailable)
-def _graph_down(request: HttpRequest, error: GraphUnavailable) -> HttpResponse:
-    logger.warning("graph unavailable: %s", error)
-    return _error(request, 503, refusals.GRAPH_DOWN, {"Retry-After": "5"})
+def _refused(request: HttpRequest, error: Exception) -> HttpResponse:
+    """A failure of a kind in refusals.REFUSALS, answered as the table says."""
+    refusal = refusals.refusal_for(error)
+    assert refusal is not None  # registered for the table's kinds only
+    if refusal.logged:
+        logger.warning("%s: %s", type(error).__name__, error)
+    headers = {"Retry-After": str(refusal.retry_after)} if refusal.retry_after else None
+    return _error(request, refusal.status, refusal.said(error), headers)
+
+
+for _kind in refusals.REFUSALS:
+    api.exception_handler(_kind)(_refused)
 
 
 @api.exception_handler(TokenRefused)
@@ -96,47 +94,9 @@ def _token_refused(request: HttpRequest, error: TokenRefused) -> HttpResponse:
     return _error(request, 401, str(error), {"WWW-Authenticate": 'Bearer error="invalid_token"'})
 
 
-@api.exception_handler(DatabaseBusy)
-def _database_busy(request: HttpRequest, error: DatabaseBusy) -> HttpResponse:
-    """The relational store (users, tenants, memberships) timed out waiting for a lock or
-    could not be reached: the request changed nothing, and can be sent again."""
-    logger.warning("database unavailable: %s", error)
-    return _error(request, 503, refusals.DATABASE_BUSY, {"Retry-After": "2"})
-
-
 @api.exception_handler(RateLimited)
 def _rate_limited(request: HttpRequest, error: RateLimited) -> HttpResponse:
     return _error(request, 429, str(error), {"Retry-After": str(error.retry_after)})
-
-
-@api.exception_handler(QueueUnavailable)
-def _queue_down(request: HttpRequest, error: QueueUnavailable) -> HttpResponse:
-    return _error(request, 503, str(error), {"Retry-After": "5"})
-
-
-@api.exception_handler(RerankerUnavailable)
-@api.exception_handler(ImportRefused)
-@api.exception_handler(InvalidRecordId)
-@api.exception_handler(PolicyInvalid)
-def _unprocessable(request: HttpRequest, error: GraphError) -> HttpResponse:
-    return _error(request, 422, str(error))
-
-
-@api.exception_handler(NotFound)
-def _not_found(request: HttpRequest, error: GraphError) -> HttpResponse:
-    return _error(request, 404, str(error))
-
-
-@api.exception_handler(TenantNotEmpty)
-def _not_empty(request: HttpRequest, error: TenantNotEmpty) -> HttpResponse:
-    return _error(request, 409, str(error))
-
-
-@api.exception_handler(WriteConflict)
-@api.exception_handler(UniqueViolation)
-def _conflict(request: HttpRequest, error: GraphError) -> HttpResponse:
-    detail = str(error) if isinstance(error, WriteConflict) else refusals.CONCURRENT_CHANGE
-    return _error(request, 409, detail, {"Retry-After": "1"})
 
 
 @api.exception_handler(ValidationError)
@@ -153,15 +113,16 @@ def _invalid(request: HttpRequest, error: ValidationError) -> HttpResponse:
 def _request_invalid(request: HttpRequest, error: RequestInvalid) -> HttpResponse:
     """Pydantic's findings on the request, one per field, as the one `detail` string
     every declared error body has."""
-    return _error(request, 422, "; ".join(_finding(e) for e in error.errors))
+    findings = (_finding(e.get("loc") or (), str(e.get("msg", "invalid"))) for e in error.errors)
+    return _error(request, 422, "; ".join(findings))
 
 
-def _finding(error: dict[str, Any]) -> str:
-    # loc: where ("body", "query", "path", "file"), the handler's argument, the field.
-    loc = [str(part) for part in error.get("loc") or ()][1:]
+def _finding(where: Iterable[object], message: str) -> str:
+    # where: the place ("body", "query", "path", "file"), the handler's argument, the field.
+    loc = [str(part) for part in where][1:]
     if loc and loc[0] == "payload":
         loc = loc[1:]
-    return refusals.finding(loc, str(error.get("msg", "invalid")))
+    return refusals.finding(loc, message)
 
 
 # Django refuses these request bodies while reading them (they reach the API as

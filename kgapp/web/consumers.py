@@ -6,7 +6,7 @@ change-feed versionstamp (a decimal string), which is the replay cursor."""
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal, TypedDict
 from urllib.parse import parse_qs
 
 from channels.db import database_sync_to_async
@@ -14,7 +14,15 @@ from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
 from kgapp.graph import live
 from kgapp.graph.errors import GraphError
-from kgapp.web.live import LiveHub, change_json, hub_acquire, hub_release, live_payload
+from kgapp.web.live import (
+    ChangeJson,
+    ChangesEvent,
+    LiveHub,
+    change_json,
+    hub_acquire,
+    hub_release,
+    live_payload,
+)
 from tenants.access import tenant_access
 from tenants.errors import TenantAccessError
 from tenants.events import tenant_group
@@ -27,6 +35,13 @@ CLOSE_FORBIDDEN = 4403
 CLOSE_BEHIND = 4409
 CLOSE_UNAVAILABLE = 4503
 READY_TIMEOUT = 10.0
+
+
+class AccessRevoked(TypedDict):
+    """A member's access ended (tenants.events.send_access_revoked)."""
+
+    type: Literal["access.revoked"]
+    user_id: int
 
 
 class LiveConsumer(AsyncJsonWebsocketConsumer):
@@ -71,7 +86,7 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):
         if isinstance(content, dict) and content.get("type") == "ping":
             await self.send_json({"type": "pong"})
 
-    async def graph_changes(self, event: dict[str, Any]) -> None:
+    async def graph_changes(self, event: ChangesEvent) -> None:
         seq = int(event["seq"])
         if self.behind or (self.seq is not None and seq <= self.seq):
             return  # closing, or a batch published again after a channel-layer error
@@ -84,10 +99,10 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):
             if self.shows(change):
                 await self.send_json({**live_payload(change), "at": event.get("at")})
 
-    def shows(self, change: dict[str, Any]) -> bool:
+    def shows(self, change: ChangeJson) -> bool:
         return True
 
-    async def access_revoked(self, event: dict[str, Any]) -> None:
+    async def access_revoked(self, event: AccessRevoked) -> None:
         if event.get("user_id") == self.user_id:
             await self.close(code=CLOSE_FORBIDDEN)
 
@@ -99,7 +114,7 @@ class GraphConsumer(LiveConsumer):
     meanwhile wait in the channel layer and follow it; those the replay already sent are
     dropped, so each change reaches the client once. Too much missed: `replay.reload`."""
 
-    replayed: frozenset[str] = frozenset()
+    replayed: frozenset[str | None] = frozenset()
 
     async def connect(self) -> None:
         self.since = _since(self.scope.get("query_string", b""))
@@ -122,7 +137,7 @@ class GraphConsumer(LiveConsumer):
             self.replayed = frozenset(change["versionstamp"] for change in sent)
             await self.send_json({"type": "replay.done", "count": len(changes)})
 
-    def shows(self, change: dict[str, Any]) -> bool:
+    def shows(self, change: ChangeJson) -> bool:
         return change.get("versionstamp") not in self.replayed
 
 

@@ -2,18 +2,26 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TypedDict
 
 from django.http import HttpRequest
 from django.urls import reverse
 
 from tenants import selectors
+from tenants.models import Tenant
 
 # The tenant pages that exist in every tenant: switching keeps the user on the same one.
 TENANT_PAGES = ("tenant-home", "explore", "uploads", "ask")
 
 
-def tenant_switcher(request: HttpRequest) -> dict[str, Any]:
+class Switcher(TypedDict, total=False):
+    """The template context `tenant_switcher` adds (nothing with one tenant or none)."""
+
+    switch_tenants: list[tuple[Tenant, str, bool]]
+    current_tenant: Tenant | None
+
+
+def tenant_switcher(request: HttpRequest) -> Switcher:
     """`switch_tenants`: (tenant, url, current) for each tenant the user belongs to (all of
     them for staff), when there is more than one to choose from."""
     user = getattr(request, "user", None)

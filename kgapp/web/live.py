@@ -23,21 +23,45 @@ import time
 import uuid
 import weakref
 from concurrent.futures import Future
-from dataclasses import asdict
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal, TypedDict
 
-from channels.layers import get_channel_layer
+from channels.layers import BaseChannelLayer, get_channel_layer
 from django.conf import settings
 
 from kgapp.graph import queries
 from kgapp.graph.errors import GraphError
 from kgapp.graph.live import Change, FeedTail, LiveSubscription, position, server_now
-from kgapp.graph.records import to_json
+from kgapp.graph.records import JsonObject, to_json
 from tenants.events import tenant_group
 from tenants.wiring import graph_runtime
 
 logger = logging.getLogger(__name__)
+
+
+class ChangeJson(TypedDict):
+    """A change as browsers get it (`change_json`)."""
+
+    action: str
+    table: str
+    record: str
+    data: JsonObject  # the record's fields as JSON: a row of any watched table
+    versionstamp: str | None
+
+
+class ChangeMessage(ChangeJson):
+    """A change as a socket sends it (`live_payload`)."""
+
+    type: Literal["change"]
+
+
+class ChangesEvent(TypedDict):
+    """A numbered batch of changes, as a hub publishes it to its group."""
+
+    type: Literal["graph.changes"]
+    seq: int
+    changes: list[ChangeJson]
+    at: str
 
 RECONNECT_MIN, RECONNECT_MAX = 0.5, 10.0
 BATCH = 200  # changes per group message at most
@@ -151,10 +175,12 @@ class LiveHub:
             for start in range(0, len(changes), BATCH):
                 seq += 1
                 batch = [change_json(change) for change in changes[start : start + BATCH]]
-                event = {"type": "graph.changes", "seq": seq, "changes": batch, "at": _now()}
+                event: ChangesEvent = {
+                    "type": "graph.changes", "seq": seq, "changes": batch, "at": _now()
+                }
                 await self._send(layer, event)
 
-    async def _send(self, layer: Any, event: dict[str, Any]) -> None:
+    async def _send(self, layer: BaseChannelLayer, event: ChangesEvent) -> None:
         delay = RECONNECT_MIN
         while True:
             try:
@@ -191,15 +217,19 @@ def hub_release(hub: LiveHub) -> None:
             del hubs[hub.namespace]
 
 
-def change_json(change: Change) -> dict[str, Any]:
+def change_json(change: Change) -> ChangeJson:
     """A change as browsers get it. The versionstamp is a string: it is above 2**53, which
     JavaScript numbers cannot hold exactly."""
-    shown = to_json(asdict(change))
-    shown["versionstamp"] = None if change.versionstamp is None else str(change.versionstamp)
-    return shown
+    return ChangeJson(
+        action=change.action,
+        table=change.table,
+        record=change.record,
+        data=to_json(change.data),
+        versionstamp=None if change.versionstamp is None else str(change.versionstamp),
+    )
 
 
-def live_payload(change: dict[str, Any]) -> dict[str, Any]:
+def live_payload(change: ChangeJson) -> ChangeMessage:
     return {"type": "change", **change}
 
 

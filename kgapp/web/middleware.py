@@ -7,7 +7,11 @@ from collections.abc import Callable
 from django.http import HttpRequest, HttpResponse
 
 from kgapp.graph.errors import GraphUnavailable
+from kgapp.web import refusals
 from tenants.middleware import error_page
+
+# The page's wording; its status and Retry-After are the API's (refusals.REFUSALS).
+GRAPH_DOWN_PAGE = "The knowledge graph store is unavailable; retry in a moment."
 
 
 class GraphUnavailableMiddleware:
@@ -18,10 +22,9 @@ class GraphUnavailableMiddleware:
         return self.get_response(request)
 
     def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
-        if isinstance(exception, GraphUnavailable):
-            response = error_page(
-                request, 503, "The knowledge graph store is unavailable; retry in a moment."
-            )
-            response["Retry-After"] = "5"
-            return response
-        return None
+        if not isinstance(exception, GraphUnavailable):
+            return None
+        refusal = refusals.REFUSALS[GraphUnavailable]
+        response = error_page(request, refusal.status, GRAPH_DOWN_PAGE)
+        response["Retry-After"] = str(refusal.retry_after)
+        return response

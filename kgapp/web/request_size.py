@@ -18,7 +18,7 @@ from typing import Any
 
 from django.conf import settings
 
-Scope = dict[str, Any]
+Scope = dict[str, Any]  # an ASGI scope: free-form (each server and middleware adds keys)
 Message = Mapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, replace
 from datetime import UTC, datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
 from ninja import Schema
 from pydantic import (
@@ -14,6 +15,7 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    JsonValue,
     PlainSerializer,
     WithJsonSchema,
     model_validator,
@@ -26,7 +28,8 @@ from kgapp.graph.ingest.model import EpisodeInput
 from kgapp.graph.ingest.prepare import saga_record
 from kgapp.graph.ingest.service import FactAdded, fact_add
 from kgapp.graph.jobs import JOB_STATUSES
-from kgapp.graph.records import parse_record_id, to_json
+from kgapp.graph.ontology import EntityType, Ontology, RelationType
+from kgapp.graph.records import parse_record_id, record_key, to_json
 from kgapp.graph.resolution.canonical import relation_name
 from kgapp.graph.search.ask import Sources
 from kgapp.graph.search.diff import DIFF_LIMIT, DIFF_MAX_LIMIT, DiffRequest, DiffResult
@@ -36,7 +39,19 @@ from kgapp.graph.search.recipes import RECIPES, Recipe
 from kgapp.graph.store import TenantStore
 from kgapp.graph.time import Moment, in_utc
 
+H = TypeVar("H", bound=BaseModel)
+R = TypeVar("R", bound=Mapping[str, object])
+
 RoleName = Literal["viewer", "editor", "curator", "owner"]
+_ROLE_NAMES: dict[str, RoleName] = {
+    "viewer": "viewer", "editor": "editor", "curator": "curator", "owner": "owner"
+}
+
+
+def role_name(role: str) -> RoleName:
+    """A role as stored (tenants.models.Role's value), as the API names it."""
+    return _ROLE_NAMES[role]
+
 
 # Paging: an offset past every row answers an empty page; past this it is refused (the
 # store's START takes a 64-bit integer, and no tenant holds this many rows).
@@ -91,6 +106,18 @@ Stamp = Annotated[
 ]
 """A moment the API answers with: ISO 8601 in UTC ("Z"), to the microsecond (what is
 stored, so that it can be sent back as `known_at` and match)."""
+
+
+def _record_text(value: object) -> object:
+    return record_key(value) if isinstance(value, RecordID) else value
+
+
+Key = Annotated[str, BeforeValidator(_record_text)]
+"""A record id as the API shows it ("entity:abc"); a store's RecordID is read as that."""
+
+JsonField = Annotated[dict[str, JsonValue], BeforeValidator(to_json)]
+"""A free-form JSON object (a job's counts, a user's attributes), store values in it
+(record ids, datetimes) made JSON."""
 
 
 class ErrorOut(Schema):
@@ -178,19 +205,19 @@ class UsageRowOut(Schema):
 
 
 class JobOut(Schema):
-    id: str
+    id: Key
     kind: str
     status: str
     progress: int = 0
     total: int = 0
     phase: str | None = None
-    counts: dict[str, Any] = {}
-    timings: dict[str, Any] = {}
-    failures: list[dict[str, Any]] = []
+    counts: JsonField = {}
+    timings: JsonField = {}
+    failures: list[JsonField] = []
     notes: list[str] = []
     error: str | None = None
-    result: dict[str, Any] = {}  # what a kind of job keeps (a retention run: its archive)
-    document: str | None = None
+    result: JsonField = {}  # what a kind of job keeps (a retention run: its archive)
+    document: Key | None = None
     file_name: str | None = Field(default=None, description="the document's file name (in lists)")
     created_by: str | None = None
     created_at: Stamp | None = None
@@ -204,7 +231,7 @@ class JobFilter(Page):
 
 
 class JobQueuedOut(Schema):
-    job_id: str
+    job_id: Key
     status: str
 
 
@@ -303,8 +330,8 @@ class DocumentFilter(Page):
 
 
 class EpisodeQueuedOut(Schema):
-    episode_id: str
-    job_id: str
+    episode_id: Key
+    job_id: Key
 
 
 class DocumentUploadIn(Schema):
@@ -318,8 +345,8 @@ class DocumentUploadIn(Schema):
 
 
 class DocumentQueuedOut(Schema):
-    document_id: str
-    job_id: str | None = Field(description="null when the same file was already uploaded")
+    document_id: Key
+    job_id: Key | None = Field(description="null when the same file was already uploaded")
     duplicate: bool = False
     version: int = Field(default=1, description="2 and up: a new version of a document")
 
@@ -394,6 +421,18 @@ class OntologyIO(Schema):
     entity_types: list[EntityTypeIO] = Field(max_length=200)
     relation_types: list[RelationTypeIO] = Field(max_length=500)
 
+    def ontology(self) -> Ontology:
+        """The ontology to save (relation names in their stored UPPER_SNAKE form)."""
+        return Ontology(
+            entity_types=tuple(EntityType(t.name, t.description) for t in self.entity_types),
+            relation_types=tuple(
+                RelationType(
+                    relation_name(r.name), r.description, r.single_valued, tuple(r.aliases)
+                )
+                for r in self.relation_types
+            ),
+        )
+
 
 class OntologyOut(OntologyIO):
     notice: str | None = Field(
@@ -401,22 +440,38 @@ class OntologyOut(OntologyIO):
         description="set when the default stands in for a stored ontology that no longer loads",
     )
 
+    @classmethod
+    def of(cls, current: Ontology) -> OntologyOut:
+        return cls(
+            entity_types=[
+                EntityTypeIO(name=t.name, description=t.description) for t in current.entity_types
+            ],
+            relation_types=[
+                RelationTypeIO(
+                    name=r.name,
+                    description=r.description,
+                    single_valued=r.single_valued,
+                    aliases=list(r.aliases),
+                )
+                for r in current.relation_types
+            ],
+            notice=current.fallback or None,
+        )
+
 
 class GraphRecord(BaseModel):
-    """A graph record as the API answers with it: the named fields every such record has;
-    a record may carry more (a field added to the store shows up without a schema change),
-    and the answer keeps them."""
-
-    model_config = ConfigDict(extra="allow")
+    """A graph record as the API answers with it: every field it may carry is named (a
+    field added to the store is added here to reach clients). Built from the store's
+    record as read (record ids, datetimes) or from its JSON form."""
 
 
 class FactCore(GraphRecord):
     """A fact: `source` -relation-> `target`, valid over [valid_at, invalid_at) in the
     world and known over [created_at, expired_at) in the graph."""
 
-    id: str
-    source: str
-    target: str
+    id: Key
+    source: Key
+    target: Key
     relation: str
     edge_type: str
     fact: str
@@ -425,18 +480,42 @@ class FactCore(GraphRecord):
     invalid_at: Stamp | None = None
     created_at: Stamp
     expired_at: Stamp | None = None
-    supersedes: str | None = None
-    superseded_by: str | None = None
-    revision_of: str | None = None
+    supersedes: Key | None = None
+    superseded_by: Key | None = None
+    revision_of: Key | None = None
 
 
 class FactOut(FactCore):
-    episodes: list[str] = Field(description="the episodes that say it")
+    episodes: list[Key] = Field(description="the episodes that say it")
 
-    @staticmethod
-    def of(row: dict[str, Any]) -> dict[str, Any]:
-        """A stored fact (JSON form) with its endpoints named source and target."""
-        return {**row, "source": row["in"], "target": row["out"]}
+
+class StatementOut(BaseModel):
+    """One way an episode stated a fact (a fact said again keeps each wording)."""
+
+    episode: Key
+    fact: str
+    valid_at: Stamp
+    confidence: float
+
+
+class FactAddedOut(FactOut):
+    """A fact as stored (`POST facts`): its endpoints also under the store's names `in`
+    and `out` (the route answers by alias)."""
+
+    in_: Key = Field(alias="in")
+    out: Key
+    attributes: JsonField = {}
+    statements: list[StatementOut] | None = None
+    retrieval_count: float = 0.0
+
+    @model_validator(mode="before")
+    @classmethod
+    def _ends_named(cls, fact: object) -> object:
+        """A stored fact (`in` -relation-> `out`) with its endpoints named source and
+        target too."""
+        if isinstance(fact, dict) and "in" in fact:
+            return {**fact, "source": fact["in"], "target": fact.get("out")}
+        return fact
 
 
 # --- retrieval requests --------------------------------------------------------------------
@@ -530,6 +609,10 @@ class GraphIn(Schema):
     entity_types: list[str] = Field(default_factory=list, max_length=50)
     limit: int = Field(default=200, ge=1, le=5000)
 
+    def moment(self) -> Moment | None:
+        """The moment to read at; None: every fact with its whole history."""
+        return Moment.of(self.as_of, self.known_at) if self.as_of or self.known_at else None
+
 
 class LayoutIn(Schema):
     count: int = Field(ge=0, le=20000, description="how many nodes")
@@ -595,7 +678,7 @@ class RebuildIn(Schema):
 
 
 class RecordOut(GraphRecord):
-    id: str
+    id: Key
 
 
 class FactView(FactOut):
@@ -611,7 +694,15 @@ class EntityOut(RecordOut):
     entity_type: str | None = None  # absent on a search hit found by activation alone
     summary: str = ""
     degree: int = 0
-    merged_into: str | None = None
+    merged_into: Key | None = None
+
+
+class EntityMatchOut(EntityOut):
+    """An entity found by its name (`score`: how close), or reached by spreading
+    activation from a question's names (`activation`)."""
+
+    score: float | None = None
+    activation: float | None = None
 
 
 class EntityDetailOut(EntityOut):
@@ -619,13 +710,15 @@ class EntityDetailOut(EntityOut):
     pinned: bool = False
     aliases: list[str] = []
     labels: list[str] = []
-    attributes: dict[str, Any] = {}
+    attributes: JsonField = {}
     created_at: Stamp | None = None
     first_seen_at: Stamp | None = None
     last_seen_at: Stamp | None = None
 
 
-class EpisodeOut(RecordOut):
+class EpisodeFields(RecordOut):
+    """What every episode the API answers with has."""
+
     name: str = ""
     content: str
     source: str
@@ -633,8 +726,15 @@ class EpisodeOut(RecordOut):
     valid_at: Stamp
     created_at: Stamp | None = None
     content_hash: str | None = None
-    document: str | None = None
-    saga: str | None = None
+    document: Key | None = None
+    saga: Key | None = None
+
+
+class EpisodeOut(EpisodeFields):
+    """An episode as listed: also the documents that hold it, and its place in the first."""
+
+    documents: list[Key] = []
+    chunk_index: int | None = None
 
 
 class DocumentVersionOut(Schema):
@@ -663,7 +763,8 @@ class DocumentOut(RecordOut):
     )
     error: str | None = Field(default=None, description="why its last job failed")
     content_hash: str
-    job: str | None = None
+    job: Key | None = None
+    saga: Key | None = None
     uploaded_by: str | None = None
     reference_time: Stamp | None = None
     created_at: Stamp
@@ -676,6 +777,8 @@ class DocumentOut(RecordOut):
 class RemovedOut(GraphRecord):
     """What a deletion took away (facts that only the deleted episodes supported), and
     the facts it brought back (ones the deleted episodes had superseded)."""
+
+    model_config = ConfigDict(from_attributes=True)
 
     episodes_deleted: int = 0
     episodes_kept: int = 0
@@ -717,21 +820,19 @@ class Scored(BaseModel):
 
 
 class FactHitOut(FactView, Scored):
-    model_config = ConfigDict(extra="allow")
+    """A fact a search found, with its score and the methods that found it."""
 
 
 class EntityHitOut(EntityOut, Scored):
-    model_config = ConfigDict(extra="allow")
-
     activation: float | None = None
 
 
-class EpisodeHitOut(EpisodeOut, Scored):
-    model_config = ConfigDict(extra="allow")
+class EpisodeHitOut(EpisodeFields, Scored):
+    """An episode a search found (a passage), with its score."""
 
 
 class CommunityHitOut(CommunityOut, Scored):
-    model_config = ConfigDict(extra="allow")
+    """A community a search found, with its score."""
 
 
 class SearchOut(BaseModel):
@@ -740,20 +841,21 @@ class SearchOut(BaseModel):
     episodes: list[EpisodeHitOut]
     communities: list[CommunityHitOut]
 
-    @staticmethod
-    def of(results: SearchResults) -> dict[str, Any]:
-        return {
-            "facts": _hits(results.facts),
-            "entities": _hits(results.entities),
-            "episodes": _hits(results.episodes),
-            "communities": _hits(results.communities),
-        }
+    @classmethod
+    def of(cls, results: SearchResults) -> SearchOut:
+        return cls(
+            facts=_hits(FactHitOut, results.facts),
+            entities=_hits(EntityHitOut, results.entities),
+            episodes=_hits(EpisodeHitOut, results.episodes),
+            communities=_hits(CommunityHitOut, results.communities),
+        )
 
 
-def _hits(hits: list[Hit]) -> list[dict[str, Any]]:
+def _hits(kind: type[H], hits: Sequence[Hit[R]]) -> list[H]:
     # The hit's own score wins over a method's score left on the record.
     return [
-        {**to_json(h.record), "id": h.id, "score": h.score, "found_by": h.found_by} for h in hits
+        kind.model_validate({**h.record, "id": h.id, "score": h.score, "found_by": h.found_by})
+        for h in hits
     ]
 
 
@@ -762,7 +864,7 @@ class KeywordsOut(BaseModel):
     low_level: list[str]
 
 
-class ChunkOut(EpisodeOut):
+class ChunkOut(EpisodeFields):
     """A source passage of the context: its episode, the excerpts kept, its reference."""
 
     score: float | None = None
@@ -771,8 +873,12 @@ class ChunkOut(EpisodeOut):
 
 
 class QueryOut(BaseModel):
+    """The context of a question (read from the core's QueryResult)."""
+
+    model_config = ConfigDict(from_attributes=True)
+
     keywords: KeywordsOut
-    entities: list[EntityOut]
+    entities: list[EntityMatchOut]
     facts: list[FactView]
     chunks: list[ChunkOut]
     context_text: str
@@ -871,7 +977,7 @@ class NodeDataOut(RecordOut):
     )
     summary: str = ""
     created_at: Stamp | None = None
-    community: str | None = None
+    community: Key | None = None
 
 
 class EdgeDataOut(FactCore):
@@ -952,21 +1058,23 @@ class DiffOut(BaseModel):
     totals: DiffTotals
     truncated: bool = Field(description="a list holds fewer facts than its total")
 
-    @staticmethod
-    def of(result: DiffResult) -> dict[str, Any]:
-        return {
-            "axis": result.request.axis,
-            "from": result.request.from_,
-            "to": result.request.to,
-            "added": to_json(result.added),
-            "ended": to_json(result.ended),
-            "changed": [
-                {"before": to_json(c.before), "after": to_json(c.after), "fields": list(c.fields)}
-                for c in result.changed
-            ],
-            "totals": result.totals,
-            "truncated": result.truncated,
-        }
+    @classmethod
+    def of(cls, result: DiffResult) -> DiffOut:
+        return cls.model_validate(
+            {
+                "axis": result.request.axis,
+                "from": result.request.from_,
+                "to": result.request.to,
+                "added": result.added,
+                "ended": result.ended,
+                "changed": [
+                    {"before": c.before, "after": c.after, "fields": list(c.fields)}
+                    for c in result.changed
+                ],
+                "totals": result.totals,
+                "truncated": result.truncated,
+            }
+        )
 
 
 # --- retention ----------------------------------------------------------------------------
@@ -987,8 +1095,8 @@ class RetentionHistoryOut(Schema):
     actor: str
     action: str
     at: str
-    before: dict[str, Any] | None = None
-    after: dict[str, Any] | None = None
+    before: JsonField | None = None
+    after: JsonField | None = None
 
 
 class RetentionOut(Schema):
@@ -1002,7 +1110,7 @@ class RetentionPreviewOut(Schema):
     facts_ended_before: str | None = None
     episodes_before: str | None = None
     counts: dict[str, int]
-    sample: dict[str, list[dict[str, Any]]]
+    sample: dict[str, list[JsonField]]
 
 
 class RetentionArchiveOut(Schema):

@@ -16,6 +16,7 @@ from tenants import selectors, services, transfer
 from tenants.errors import TenantAccessError
 from tenants.middleware import error_page
 from tenants.models import Role
+from tenants.retention import RETENTION_ROLE
 from tenants.wiring import tenant_graph
 
 
@@ -88,7 +89,7 @@ def ask(request: HttpRequest, slug: str) -> HttpResponse:
 
 def retention(request: HttpRequest, slug: str) -> HttpResponse:
     """The retention policy, its preview, runs and archives (owners; the page reads the API)."""
-    if not request.tenant_access.allows(Role.OWNER):  # type: ignore[attr-defined]
+    if not request.tenant_access.allows(RETENTION_ROLE):  # type: ignore[attr-defined]
         return error_page(request, 403, "only an owner of this tenant manages retention")
     return _tenant_page(request, "retention.html")
 

@@ -6,11 +6,13 @@ from __future__ import annotations
 import subprocess
 import sys
 import threading
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from kgapp.graph import local_model
+from kgapp.graph.config import configure, core_config
 from kgapp.graph.embeddings import LocalMiniLM, local_embedder
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -19,7 +21,8 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_threads_asking_for_a_missing_model_build_it_once_and_the_same_as_setup(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("KG_MODEL_DIR", str(tmp_path))
+    before = core_config()
+    configure(replace(before, model_dir=tmp_path))
     stale = tmp_path / "all-MiniLM-L6-v2-0.0.1-ort0.1-r0-int8.onnx"
     stale.write_bytes(b"made by an older setup")
     exports = 0
@@ -46,7 +49,7 @@ def test_threads_asking_for_a_missing_model_build_it_once_and_the_same_as_setup(
     assert not list(tmp_path.glob(".*.onnx.*"))  # no temporary file left behind
     texts = ["Alice works at Acme Corp", "Lyon"]
     built_here = LocalMiniLM(precision="int8").embed(texts)
-    monkeypatch.delenv("KG_MODEL_DIR")
+    configure(before)
     assert built_here == local_embedder().embed(texts)
 
 

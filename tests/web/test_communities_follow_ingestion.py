@@ -25,7 +25,7 @@ from kgapp.graph import communities, jobs
 from kgapp.graph.documents.parse import parse_document
 from kgapp.graph.ingest.model import EpisodeInput
 from kgapp.graph.ingest.service import document_submit, episode_submit
-from kgapp.graph.records import to_json
+from kgapp.graph.records import record_key, to_json
 from kgapp.tasks import ingest
 from tenants.wiring import tenant_graph
 
@@ -102,13 +102,13 @@ def test_a_burst_of_uploads_detects_once_and_unchanged_communities_cost_no_call(
     def upload_episode(text: str) -> str:
         episode = EpisodeInput(content=text, source="text",
                                reference_time=datetime(2024, 1, 1, tzinfo=UTC))
-        return graph.run(episode_submit, episode, created_by="t")[1]["id"]
+        return record_key(graph.run(episode_submit, episode, created_by="t")[1]["id"])
 
     def upload_document(name: str, text: str) -> str:
         data = text.encode()
         parsed = parse_document(name, data, max_bytes=10**6)
-        return graph.run(document_submit, parsed, file_name=name, data=data,
-                         uploaded_by="t")[1]["id"]
+        return record_key(graph.run(document_submit, parsed, file_name=name, data=data,
+                                    uploaded_by="t")[1]["id"])
 
     def ingest_all(job_ids: list[str]) -> None:
         with celery_app.connection_for_write(url, transport_options=options) as connection:

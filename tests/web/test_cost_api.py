@@ -114,6 +114,34 @@ def test_dry_run_refuses_bad_input_with_a_reason(editor) -> None:
     assert_nothing_stored(client, tenant)
 
 
+def estimate(client, tenant, *files):
+    return client.post(f"/api/v1/t/{tenant.slug}/documents/estimate", {"files": list(files)})
+
+
+def test_the_estimate_route_answers_what_dry_run_does_and_stores_nothing(
+    editor, make_tenant, member, token_client
+) -> None:
+    tenant, client = editor
+    text = long_text(60)
+    files = [("long.txt", text), ("staff.md", STAFF)]
+    answer = estimate(client, tenant, *(SimpleUploadedFile(n, d) for n, d in files))
+    assert answer.status_code == 200, answer.content
+    old = dry_run(client, tenant, *(SimpleUploadedFile(n, d) for n, d in files))
+    assert answer.json() == old.json()
+    assert [f["file_name"] for f in answer.json()["files"]] == ["long.txt", "staff.md"]
+    assert_nothing_stored(client, tenant)
+    # The files are checked as an upload checks them; a viewer may not estimate.
+    archive = estimate(client, tenant, SimpleUploadedFile("a.zip", b"PK\x03\x04rest"))
+    assert 400 <= archive.status_code < 500 and "a.zip" in archive.json()["detail"]
+    assert estimate(client, tenant).status_code == 422
+    viewer = token_client(member(tenant, Role.VIEWER))
+    assert estimate(viewer, tenant, SimpleUploadedFile("staff.md", STAFF)).status_code == 403
+    stranger = make_tenant()
+    refused = estimate(client, stranger, SimpleUploadedFile("staff.md", STAFF))
+    assert refused.status_code == 404
+    assert_nothing_stored(client, tenant)
+
+
 def test_a_job_reports_its_usage_per_model_and_the_month_adds_it_up(
     editor, with_model, eager
 ) -> None:

@@ -10,7 +10,7 @@ import pytest
 from kgapp.graph import jobs
 from kgapp.graph.ingest.model import EpisodeInput
 from kgapp.graph.ingest.service import episode_submit
-from kgapp.graph.records import parse_record_id
+from kgapp.graph.records import parse_record_id, record_key
 from tenants.models import Role
 from tenants.wiring import tenant_graph
 from tests.llm_fixtures import works_at
@@ -26,8 +26,8 @@ def running_job(tenant) -> str:
     episode = EpisodeInput(content="Alice works at Acme Corp.", source="text",
                            reference_time=datetime(2024, 1, 15, tzinfo=UTC))
     _, job = graph.run(episode_submit, episode, created_by="t")
-    graph.run(jobs.job_start, parse_record_id(job["id"], "job"))
-    return job["id"]
+    graph.run(jobs.job_start, job["id"])
+    return record_key(job["id"])
 
 
 extraction = works_at("Alice", "Acme Corp")

@@ -18,6 +18,7 @@ from bench.compare.model import Answerer, BenchModel, Embeddings
 from bench.compare.systems.base import System, SystemEntity, SystemFact
 from kgapp import surreal_server
 from kgapp.graph import jobs, schema
+from kgapp.graph.config import CoreConfig, configure
 from kgapp.graph.export.snapshot import export_graph
 from kgapp.graph.index import directories
 from kgapp.graph.index.cache import tenant_index
@@ -74,6 +75,7 @@ class KgappSystem(System):
 
     async def open(self, workdir: Path, model: BenchModel, embeddings: Embeddings) -> None:
         os.environ["KG_SEARCH_DIR"] = str(workdir / "search")
+        configure(CoreConfig(search_dir=workdir / "search"))  # this process's core
         self._server = surreal_server.start(
             storage=f"rocksdb://{workdir / 'surreal'}", log=workdir / "surreal.log"
         )

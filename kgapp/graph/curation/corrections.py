@@ -4,14 +4,23 @@ known from now on) and the change is audited, in one transaction."""
 
 from __future__ import annotations
 
+import asyncio
 import secrets
 from datetime import UTC, datetime
-from typing import Any
 
 from surrealdb.data.types.record_id import RecordID
 
 from kgapp.graph import queries
-from kgapp.graph.curation.common import CurationRefused, audit_of, record_of
+from kgapp.graph.audit import (
+    AuditEntry,
+    CorrectAfter,
+    FactsBefore,
+    InvalidateAfter,
+    audit_written,
+)
+from kgapp.graph.curation.common import CurationRefused, new_id, record_of
+from kgapp.graph.embeddings import Embedder
+from kgapp.graph.records import StoredFact, as_stored_fact
 from kgapp.graph.store import TenantStore
 
 
@@ -22,15 +31,15 @@ async def invalidate_fact(
     ended_at: datetime,
     actor: str,
     reason: str | None = None,
-) -> dict[str, Any]:
+) -> AuditEntry:
     """The fact stopped holding at `ended_at`: its row is retired and a revision that
     ends then takes its place (as known from now on); nothing is deleted."""
     old = await _current_fact(store, fact)
     if ended_at < old["valid_at"]:
         raise CurationRefused("a fact cannot end before it began: pick a later end")
-    revision = {
+    revision: StoredFact = {
         **old,
-        "id": RecordID("relates_to", f"{old['id'].id}_r{secrets.token_hex(3)}"),
+        "id": new_id(old["id"], f"r{secrets.token_hex(3)}"),
         "invalid_at": ended_at,
         "created_at": datetime.now(UTC),
         "expired_at": None,
@@ -43,7 +52,7 @@ async def invalidate_fact(
         revision,
         superseded_by=None,
         action="invalidate",
-        after={"revision": revision["id"], "ended_at": ended_at},
+        after=InvalidateAfter(revision=revision["id"], ended_at=ended_at),
         actor=actor,
         reason=reason,
     )
@@ -55,20 +64,22 @@ async def correct_fact(
     *,
     text: str,
     valid_at: datetime | None,
-    embedding: list[float] | None,
+    embedder: Embedder | None,
     actor: str,
     reason: str | None = None,
-) -> dict[str, Any]:
+) -> AuditEntry:
     """A corrected version of the fact supersedes it (the old one is retired, linked
-    both ways); the ends and relation stay, the text and start may change."""
+    both ways); the ends and relation stay, the text and start may change. The new text
+    is embedded with `embedder` (none: the fact has no vector until the indexer's)."""
     old = await _current_fact(store, fact)
     text = text.strip()
     if not text:
         raise CurationRefused("the corrected fact needs a text")
+    embedding = (await asyncio.to_thread(embedder.embed, [text]))[0] if embedder else None
     now = datetime.now(UTC)
-    new = {
+    new: StoredFact = {
         **old,
-        "id": RecordID("relates_to", f"{old['id'].id}_c{secrets.token_hex(3)}"),
+        "id": new_id(old["id"], f"c{secrets.token_hex(3)}"),
         "fact": text,
         "fact_embedding": embedding,
         "valid_at": valid_at or old["valid_at"],
@@ -85,7 +96,7 @@ async def correct_fact(
         new,
         superseded_by=new["id"],
         action="correct",
-        after={"fact": new["id"], "text": text},
+        after=CorrectAfter(fact=new["id"], text=text),
         actor=actor,
         reason=reason,
     )
@@ -93,15 +104,15 @@ async def correct_fact(
 
 async def _retire_into(
     store: TenantStore,
-    old: dict[str, Any],
-    new: dict[str, Any],
+    old: StoredFact,
+    new: StoredFact,
     *,
     superseded_by: RecordID | None,
     action: str,
-    after: dict[str, Any],
+    after: InvalidateAfter | CorrectAfter,
     actor: str,
     reason: str | None,
-) -> dict[str, Any]:
+) -> AuditEntry:
     """Retire `old` (as known from `new`'s creation) and write `new`, audited, at once."""
     batch = queries.Batch()
     batch.add(queries.FACT_RETIRE, id=old["id"], now=new["created_at"], by=superseded_by)
@@ -111,15 +122,18 @@ async def _retire_into(
         actor=actor,
         action=action,
         target=old["id"],
-        before={"facts": [old]},
+        before=FactsBefore(facts=[old]),
         after=after,
         reason=reason,
     )
-    return audit_of(await store.transaction(batch.sql, batch.params))
+    return audit_written(await store.transaction(batch.sql, batch.params))
 
 
-async def _current_fact(store: TenantStore, fact: RecordID) -> dict[str, Any]:
-    row = await record_of(store, fact, "relates_to", "fact")
+async def _current_fact(store: TenantStore, fact: RecordID) -> StoredFact:
+    """The fact as stored, less what is counted of it (its retrievals, its update)."""
+    row = await record_of(store, fact, "relates_to", "fact", as_stored_fact)
     if row.get("expired_at") is not None:
         raise CurationRefused("this fact was already retired; correct the version that replaced it")
-    return {k: v for k, v in row.items() if k not in ("retrieval_count", "updated_at")}
+    row.pop("retrieval_count", None)
+    row.pop("updated_at", None)
+    return row

@@ -18,27 +18,39 @@ from __future__ import annotations
 import secrets
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Literal, TypeVar
 
 from surrealdb.data.types.record_id import RecordID
 
 from kgapp.graph import queries
+from kgapp.graph.audit import (
+    AliasRow,
+    AuditEntry,
+    Candidate,
+    MembershipRow,
+    MentionRow,
+    MergeAfter,
+    MergeBefore,
+    audit_written,
+)
 from kgapp.graph.curation.common import (
     CurationRefused,
-    audit_of,
     content,
+    new_id,
     recount,
     referrers,
     relink,
 )
 from kgapp.graph.errors import UniqueViolation
 from kgapp.graph.ontology import entity_types_recount
-from kgapp.graph.records import found, record_key
+from kgapp.graph.records import Entity, StoredFact, as_entity, found, record_key
 from kgapp.graph.store import TenantStore
 
 MERGE_ATTEMPTS = 3
 
-Row = dict[str, Any]
+_ENDS: tuple[Literal["in", "out"], ...] = ("in", "out")
+# A mention (episode -> entity) or a community membership (community -> entity).
+Relation = TypeVar("Relation", MentionRow, MembershipRow)
 
 
 async def merge_entities(
@@ -48,21 +60,21 @@ async def merge_entities(
     *,
     actor: str,
     reason: str | None = None,
-) -> dict[str, Any]:
+) -> AuditEntry:
     """Merge `merged` into `survivor`; returns the audit entry."""
     if record_key(survivor) == record_key(merged):
         raise CurationRefused("an entity cannot be merged into itself")
     for attempt in range(MERGE_ATTEMPTS):
         plan = await _merge_plan(store, survivor, merged, actor=actor, reason=reason)
         try:
-            results = await store.transaction(plan.sql, plan.params)
+            results = await store.transaction(plan.batch.sql, plan.batch.params)
         except UniqueViolation:  # a concurrent writer (or MERGE_GUARD): read again, re-plan
             if attempt + 1 < MERGE_ATTEMPTS:
                 continue
             raise
         await recount(store, plan.endpoints)
         await entity_types_recount(store, [survivor])
-        return audit_of(results)
+        return audit_written(results)
     raise AssertionError("unreachable")
 
 
@@ -70,16 +82,16 @@ async def merge_entities(
 class _Read:
     """Both entities and everything of theirs that a merge touches, read at once."""
 
-    kept: Row
-    gone: Row
-    facts_of_merged: list[Row]
-    facts_of_survivor: list[Row]
-    mentions_of_merged: list[Row]
-    mentions_of_survivor: list[Row]
-    members_of_merged: list[Row]
-    members_of_survivor: list[Row]
-    aliases: list[Row]
-    candidates: list[Row]
+    kept: Entity
+    gone: Entity
+    facts_of_merged: list[StoredFact]
+    facts_of_survivor: list[StoredFact]
+    mentions_of_merged: list[MentionRow]
+    mentions_of_survivor: list[MentionRow]
+    members_of_merged: list[MembershipRow]
+    members_of_survivor: list[MembershipRow]
+    aliases: list[AliasRow]
+    candidates: list[Candidate]
 
 
 class _Plan:
@@ -93,17 +105,9 @@ class _Plan:
         self.merged = merged
         self.token = secrets.token_hex(4)
         self.new_ids: dict[str, RecordID] = {}  # moved fact's key -> its id from now on
-        self.created: list[Row] = []
-        self.folded: dict[str, Row] = {}  # survivor's fact key -> its new content
-        self.before_facts: dict[str, Row] = {}
-
-    @property
-    def sql(self) -> str:
-        return self.batch.sql
-
-    @property
-    def params(self) -> dict[str, Any]:
-        return self.batch.params
+        self.created: list[StoredFact] = []
+        self.folded: dict[str, StoredFact] = {}  # survivor's fact key -> its new content
+        self.before_facts: dict[str, StoredFact] = {}
 
 
 async def _merge_plan(
@@ -121,41 +125,49 @@ async def _merge_plan(
     _move_facts(plan, moving, read.facts_of_survivor)
     await _follow_links(store, plan, moving)
     _write_facts(plan)
-    moved = {
-        "mentions_created": _moved_relations(
-            plan,
-            read.mentions_of_merged,
-            read.mentions_of_survivor,
-            "mentions",
-            queries.MENTIONS_INSERT,
-        ),
-        "memberships_created": _moved_relations(
-            plan,
-            read.members_of_merged,
-            read.members_of_survivor,
-            "has_member",
-            queries.MEMBERSHIPS_INSERT,
-        ),
-    }
+    mentions = _moved_relations(
+        plan,
+        read.mentions_of_merged,
+        read.mentions_of_survivor,
+        "mentions",
+        queries.MENTIONS_INSERT,
+    )
+    memberships = _moved_relations(
+        plan,
+        read.members_of_merged,
+        read.members_of_survivor,
+        "has_member",
+        queries.MEMBERSHIPS_INSERT,
+    )
     alias = _retire_merged(plan, read, actor=actor)
     plan.endpoints.update({record_key(survivor), record_key(merged)})
-    _audit(plan, read, {**moved, "alias_created": alias}, actor=actor, reason=reason)
+    after = MergeAfter(
+        survivor=plan.survivor,
+        merged=plan.merged,
+        facts_created=plan.created,
+        facts_folded=[row["id"] for row in plan.folded.values()],
+        mentions_created=mentions,
+        memberships_created=memberships,
+        alias_created=alias,
+    )
+    _audit(plan, read, after, actor=actor, reason=reason)
     return plan
 
 
 async def _read(store: TenantStore, survivor: RecordID, merged: RecordID) -> _Read:
     """Read both entities and all a merge touches in one round trip; NotFound when
     either is missing, refused when either was merged already."""
-    kept, gone, *lists = await store.query(
+    kept_row, gone_row, *lists = await store.query(
         queries.CURATION_READ, {"survivor": survivor, "merged": merged}
     )
-    kept = found(kept, "entity", survivor)
-    gone = found(gone, "entity", merged)
+    kept = as_entity(found(kept_row, "entity", survivor))
+    gone = as_entity(found(gone_row, "entity", merged))
     for entity in (kept, gone):
-        if entity.get("merged_into") is not None:
+        into = entity.get("merged_into")
+        if into is not None:
             raise CurationRefused(
                 f"{record_key(entity['id'])} was already merged into "
-                f"{record_key(entity['merged_into'])}: merge into that one instead"
+                f"{record_key(into)}: merge into that one instead"
             )
     (
         out_m,
@@ -183,34 +195,34 @@ async def _read(store: TenantStore, survivor: RecordID, merged: RecordID) -> _Re
     )
 
 
-def _move_facts(plan: _Plan, moving: dict[str, Row], of_survivor: list[Row]) -> None:
+def _move_facts(plan: _Plan, moving: dict[str, StoredFact], of_survivor: list[StoredFact]) -> None:
     """Each fact of the merged entity is deleted and re-created with the survivor at
     its end, or folded into the survivor's current fact that it repeats."""
     current = {_same_fact_key(f): f for f in of_survivor if f.get("expired_at") is None}
     merged = record_key(plan.merged)
     plan.before_facts.update(moving)
     for key, fact in moving.items():
-        row = {**fact}
-        for end in ("in", "out"):
+        row = fact.copy()
+        for end in _ENDS:
             if record_key(fact[end]) == merged:
                 row[end] = plan.survivor
         plan.endpoints.update({record_key(row["in"]), record_key(row["out"])})
         twin = current.get(_same_fact_key(row)) if fact.get("expired_at") is None else None
         if twin is not None:
             twin_key = record_key(twin["id"])
-            target = plan.folded.setdefault(twin_key, dict(twin))
+            target = plan.folded.setdefault(twin_key, twin.copy())
             plan.before_facts.setdefault(twin_key, twin)
             target["episodes"] = _union(target.get("episodes") or [], fact.get("episodes") or [])
             target["confidence"] = max(float(target["confidence"]), float(fact["confidence"]))
             plan.new_ids[key] = twin["id"]
         else:
-            row["id"] = RecordID("relates_to", f"{fact['id'].id}_{plan.token}")
+            row["id"] = new_id(fact["id"], plan.token)
             plan.new_ids[key] = row["id"]
             plan.created.append(row)
         plan.batch.add(queries.RECORD_DELETE, id=fact["id"])
 
 
-async def _follow_links(store: TenantStore, plan: _Plan, moving: dict[str, Row]) -> None:
+async def _follow_links(store: TenantStore, plan: _Plan, moving: dict[str, StoredFact]) -> None:
     """Supersession links into moved facts follow them (links among moved facts are
     rewritten in the re-created rows; others are updated where they are)."""
     linking = await referrers(store, [f["id"] for f in moving.values()])
@@ -220,7 +232,7 @@ async def _follow_links(store: TenantStore, plan: _Plan, moving: dict[str, Row])
         if key in moving:
             continue
         plan.before_facts.setdefault(key, referrer)
-        updated = plan.folded.setdefault(key, dict(referrer))
+        updated = plan.folded.setdefault(key, referrer.copy())
         relink(updated, plan.new_ids)
 
 
@@ -233,27 +245,24 @@ def _write_facts(plan: _Plan) -> None:
 
 def _moved_relations(
     plan: _Plan,
-    of_merged: list[Row],
-    of_survivor: list[Row],
+    of_merged: list[Relation],
+    of_survivor: list[Relation],
     table: str,
     insert: str,
 ) -> list[RecordID]:
     """Mentions (episode -> entity) or memberships (community -> entity) of the merged
     entity, re-created for the survivor unless it already has them."""
     has = {record_key(r["in"]) for r in of_survivor}
-    rows = []
+    rows: list[Relation] = []
     for relation in of_merged:
         plan.batch.add(queries.RECORD_DELETE, id=relation["id"])
         if record_key(relation["in"]) in has:
             continue
         has.add(record_key(relation["in"]))
-        rows.append(
-            {
-                **relation,
-                "id": RecordID(table, f"{relation['id'].id}_{plan.token}"),
-                "out": plan.survivor,
-            }
-        )
+        row = relation.copy()
+        row["id"] = new_id(relation["id"], plan.token)
+        row["out"] = plan.survivor
+        rows.append(row)
     if rows:
         plan.batch.add(insert, rows=rows)
     return [row["id"] for row in rows]
@@ -269,11 +278,11 @@ def _retire_merged(plan: _Plan, read: _Read, *, actor: str) -> RecordID:
     plan.batch.add(
         queries.ALIAS_ADD,
         key=alias_key,
-        row={
-            "name": read.gone["canonical_name"],
-            "entity_type": read.gone["entity_type"],
-            "entity": plan.survivor,
-        },
+        row=AliasRow(
+            name=read.gone["canonical_name"],
+            entity_type=read.gone["entity_type"],
+            entity=plan.survivor,
+        ),
     )
     plan.batch.add(queries.ENTITY_MERGED_MARK, id=plan.merged, survivor=plan.survivor)
     for candidate in read.candidates:
@@ -281,28 +290,17 @@ def _retire_merged(plan: _Plan, read: _Read, *, actor: str) -> RecordID:
     return RecordID("alias", alias_key)
 
 
-def _audit(
-    plan: _Plan, read: _Read, created: dict[str, Any], *, actor: str, reason: str | None
-) -> None:
+def _audit(plan: _Plan, read: _Read, after: MergeAfter, *, actor: str, reason: str | None) -> None:
     """The audit entry, last in the transaction: the records as they were (all that an
     undo puts back) and what the merge created."""
-    before = {
-        "entities": [read.kept, read.gone],
-        "facts": list(plan.before_facts.values()),
-        "mentions": read.mentions_of_merged,
-        "memberships": read.members_of_merged,
-        "aliases": read.aliases,
-        "candidates": read.candidates,
-    }
-    after = {
-        "survivor": plan.survivor,
-        "merged": plan.merged,
-        "facts_created": plan.created,
-        "facts_folded": [row["id"] for row in plan.folded.values()],
-        "mentions_created": created["mentions_created"],
-        "memberships_created": created["memberships_created"],
-        "alias_created": created["alias_created"],
-    }
+    before = MergeBefore(
+        entities=[read.kept, read.gone],
+        facts=list(plan.before_facts.values()),
+        mentions=read.mentions_of_merged,
+        memberships=read.members_of_merged,
+        aliases=read.aliases,
+        candidates=read.candidates,
+    )
     plan.batch.add(
         queries.AUDIT_CREATE,
         actor=actor,
@@ -314,12 +312,12 @@ def _audit(
     )
 
 
-def _same_fact_key(fact: Row) -> tuple[str, str, str, str]:
+def _same_fact_key(fact: StoredFact) -> tuple[str, str, str, str]:
     return (record_key(fact["in"]), fact["relation"], record_key(fact["out"]), fact["fact"])
 
 
-def _union(first: Iterable[Any], second: Iterable[Any]) -> list[Any]:
-    seen: dict[str, Any] = {}
+def _union(first: Iterable[RecordID], second: Iterable[RecordID]) -> list[RecordID]:
+    seen: dict[str, RecordID] = {}
     for item in [*first, *second]:
         seen.setdefault(record_key(item), item)
     return list(seen.values())

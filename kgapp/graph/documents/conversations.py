@@ -13,9 +13,12 @@ from typing import Any
 from kgapp.graph.documents.errors import DocumentError
 from kgapp.graph.documents.messages import Message, format_messages
 from kgapp.graph.documents.upload import ParsedDocument, Upload, decode_text, text_document
+from kgapp.graph.records import JsonObject
 from kgapp.graph.time import in_utc
 
 _Conversation = tuple[list[Message], str | None]  # messages, title
+# The objects read here are the upload's own JSON, free-form: each shape below checks
+# every value it reads (isinstance) before it uses it, so they stay untyped dicts.
 
 
 def parse_json(upload: Upload) -> ParsedDocument:
@@ -103,7 +106,7 @@ def _text_of(value: Any) -> str:
     return ""
 
 
-def _dicts(value: Any) -> list[dict[str, Any]] | None:
+def _dicts(value: Any) -> list[JsonObject] | None:  # the upload's JSON
     """`value` when it is a non-empty list of objects, else None."""
     if isinstance(value, list) and value and all(isinstance(item, dict) for item in value):
         return value
@@ -140,7 +143,7 @@ def _message_list(value: Any) -> _Conversation | None:
     return messages, None
 
 
-def _speaker(item: dict[str, Any]) -> str | None:
+def _speaker(item: JsonObject) -> str | None:  # the upload's JSON
     for key in _SPEAKER_KEYS:
         value = item.get(key)
         if isinstance(value, dict):  # {"author": {"name": ..}} or {"role": ..}
@@ -150,7 +153,7 @@ def _speaker(item: dict[str, Any]) -> str | None:
     return None
 
 
-def _has_text_key(item: dict[str, Any]) -> bool:
+def _has_text_key(item: JsonObject) -> bool:  # the upload's JSON
     return any(key in item for key in _TEXT_KEYS)
 
 
@@ -187,7 +190,7 @@ def _slack(value: Any) -> _Conversation | None:
     return messages, None
 
 
-def _slack_speaker(item: dict[str, Any]) -> str:
+def _slack_speaker(item: JsonObject) -> str:  # the upload's JSON
     profile = item.get("user_profile")
     names = (
         profile.get("real_name") if isinstance(profile, dict) else None,
@@ -213,8 +216,8 @@ def _chatgpt(value: Any) -> _Conversation | None:
     return messages, title
 
 
-def _chatgpt_messages(conversation: dict[str, Any]) -> Iterator[Message]:
-    mapping: dict[str, Any] = conversation["mapping"]
+def _chatgpt_messages(conversation: JsonObject) -> Iterator[Message]:  # the upload's JSON
+    mapping: JsonObject = conversation["mapping"]  # the upload's JSON
     for node_id in _chatgpt_thread(conversation):
         node = mapping.get(node_id)
         message = node.get("message") if isinstance(node, dict) else None
@@ -234,13 +237,13 @@ def _chatgpt_messages(conversation: dict[str, Any]) -> Iterator[Message]:
         )
 
 
-def _chatgpt_thread(conversation: dict[str, Any]) -> list[str]:
+def _chatgpt_thread(conversation: JsonObject) -> list[str]:  # the upload's JSON
     """Node ids of the visible thread, root first.
 
     `current_node` is the leaf the user last saw; without it, follow the newest branch
     (the last child) from the root; without a root, order by creation time.
     """
-    mapping: dict[str, Any] = conversation["mapping"]
+    mapping: JsonObject = conversation["mapping"]  # the upload's JSON
     nodes = {key: node for key, node in mapping.items() if isinstance(node, dict)}
     current = conversation.get("current_node")
     if isinstance(current, str) and current in nodes:
@@ -251,7 +254,8 @@ def _chatgpt_thread(conversation: dict[str, Any]) -> list[str]:
     return sorted(nodes, key=lambda key: _create_time(nodes[key]))
 
 
-def _walk(nodes: dict[str, dict[str, Any]], start: str, link: str) -> list[str]:
+# `nodes`: the upload's JSON
+def _walk(nodes: dict[str, JsonObject], start: str, link: str) -> list[str]:
     path: list[str] = []
     seen: set[str] = set()
     key: Any = start
@@ -263,7 +267,7 @@ def _walk(nodes: dict[str, dict[str, Any]], start: str, link: str) -> list[str]:
     return path
 
 
-def _create_time(node: dict[str, Any]) -> float:
+def _create_time(node: JsonObject) -> float:  # the upload's JSON
     message = node.get("message")
     stamp = message.get("create_time") if isinstance(message, dict) else None
     return float(stamp) if isinstance(stamp, int | float) else math.inf

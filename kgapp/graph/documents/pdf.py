@@ -18,13 +18,12 @@ import asyncio
 import io
 import json
 import logging
-import os
 import re
 import subprocess
 import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from kgapp.graph.documents.errors import DocumentError
 from kgapp.graph.documents.upload import ParsedDocument, Upload
@@ -32,8 +31,13 @@ from kgapp.graph.documents.upload import ParsedDocument, Upload
 MODULE = "kgapp.graph.documents.pdf"
 # Control characters that some PDF fonts map glyphs to; they are not text.
 _PDF_JUNK = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
-# The directory that holds the `kgapp` package, for the child's imports.
+# The directory that holds the `kgapp` package, for the child's imports: the child puts
+# it first on its path and runs this module (as `-m` would), its environment inherited.
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[3])
+_CHILD = (
+    "import runpy, sys; sys.path.insert(0, sys.argv.pop(1)); "
+    f"runpy.run_module({MODULE!r}, run_name='__main__', alter_sys=True)"
+)
 
 
 @dataclass(frozen=True)
@@ -65,15 +69,13 @@ async def pdf_text(file_name: str, data: bytes, limits: PdfLimits) -> str:
 
 
 def _read_in_child(file_name: str, data: bytes, limits: PdfLimits) -> str:
-    path = os.pathsep.join(filter(None, (_PACKAGE_ROOT, os.environ.get("PYTHONPATH"))))
     try:
         done = subprocess.run(
-            [sys.executable, "-m", MODULE, json.dumps(asdict(limits))],
+            [sys.executable, "-c", _CHILD, _PACKAGE_ROOT, json.dumps(asdict(limits))],
             input=data,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
             timeout=limits.seconds,
-            env={**os.environ, "PYTHONPATH": path},
             check=False,
         )
     except subprocess.TimeoutExpired:
@@ -154,7 +156,14 @@ def _extract(data: bytes, limits: PdfLimits) -> str:
     return "\n\n".join(page for page in pages if page)
 
 
-def _answer(data: bytes, limits: PdfLimits) -> dict[str, Any]:
+class _Answer(TypedDict, total=False):
+    """What the child writes: the text, or why there is none."""
+
+    text: str
+    error: str
+
+
+def _answer(data: bytes, limits: PdfLimits) -> _Answer:
     from pypdf.errors import LimitReachedError
 
     try:

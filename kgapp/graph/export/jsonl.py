@@ -17,11 +17,11 @@ import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
 
 from kgapp.graph import queries
 from kgapp.graph.export import codec
 from kgapp.graph.export.tables import IMPORT_JOB_KIND, TABLES, ExportTable
+from kgapp.graph.records import JsonObject
 from kgapp.graph.retention.policy import RetentionPolicy
 from kgapp.graph.schema import schema_version
 from kgapp.graph.store import TenantStore
@@ -41,7 +41,7 @@ class TenantMeta:
     retention: RetentionPolicy
 
 
-def line(value: dict[str, Any]) -> bytes:
+def line(value: JsonObject) -> bytes:  # one JSON object of the file (see the top)
     return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
 
 
@@ -73,7 +73,8 @@ async def export_lines(store: TenantStore, meta: TenantMeta) -> AsyncIterator[by
     yield line({**trailer, "sha256": digest.hexdigest()})
 
 
-async def table_rows(store: TenantStore, table: ExportTable) -> AsyncIterator[dict[str, Any]]:
+# A row of any exported table, as stored: every field of it goes into the file.
+async def table_rows(store: TenantStore, table: ExportTable) -> AsyncIterator[JsonObject]:
     """A table's rows in id order, read a page of ids at a time."""
     if table.name == "job":
         ids = await store.query_one(queries.EXPORT_JOB_IDS, {"import_kind": IMPORT_JOB_KIND})
@@ -86,7 +87,7 @@ async def table_rows(store: TenantStore, table: ExportTable) -> AsyncIterator[di
             yield row
 
 
-def record_line(table: ExportTable, row: dict[str, Any]) -> dict[str, Any]:
+def record_line(table: ExportTable, row: JsonObject) -> JsonObject:  # a stored row
     data = {
         key: codec.encode(value, vector=key in table.vectors)
         for key, value in sorted(row.items())

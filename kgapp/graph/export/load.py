@@ -21,7 +21,7 @@ from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from surrealdb.data.types.record_id import RecordID
 
@@ -30,6 +30,7 @@ from kgapp.graph.errors import GraphError
 from kgapp.graph.export import codec
 from kgapp.graph.export.jsonl import FORMAT, VERSION
 from kgapp.graph.export.tables import BY_NAME, IMPORT_JOB_KIND, ORDER, TABLES
+from kgapp.graph.records import JsonObject
 from kgapp.graph.retention.policy import PolicyInvalid, RetentionPolicy
 from kgapp.graph.schema import schema_version
 from kgapp.graph.store import TenantStore
@@ -85,7 +86,7 @@ def check_export(lines: Iterator[bytes]) -> ExportSummary:
     reader = _Reader()
     number = 0
     for number, raw in enumerate(lines, start=1):
-        if reader.trailer is not None:
+        if reader.ended:
             raise ImportRefused(f"line {number}: the file goes on after its trailer")
         value = _parse(raw, number)
         if value.get("kind") == "trailer":
@@ -95,7 +96,7 @@ def check_export(lines: Iterator[bytes]) -> ExportSummary:
             reader.take(value, number)
     if number == 0:
         raise ImportRefused("the file is empty")
-    if reader.trailer is None:
+    if not reader.ended:
         raise ImportRefused(
             f"the file ends at line {number} without its trailer: it was cut short"
             " (download or copy it again)"
@@ -103,27 +104,57 @@ def check_export(lines: Iterator[bytes]) -> ExportSummary:
     return reader.summary()
 
 
-def _parse(raw: bytes, number: int) -> dict[str, Any]:
+class _Line(TypedDict, total=False):
+    """A line of the file as parsed (jsonl.py's docstring lists them): a JSON object
+    whose fields are unchecked until `_Reader` has checked each one it reads."""
+
+    kind: object
+    format: object
+    version: object
+    schema_version: object
+    embedding_dim: object
+    tenant: object
+    exported_at: object
+    retention: object
+    table: object
+    data: object
+    counts: object
+    records: object
+    sha256: object
+
+
+def _parse(raw: bytes, number: int) -> _Line:
     try:
-        value = json.loads(raw)
+        value: _Line = json.loads(raw)
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
         raise ImportRefused(f"line {number} is not JSON ({error.__class__.__name__})") from None
-    if not isinstance(value, dict):
+    if not isinstance(value, dict):  # JSON, but not an object
         raise ImportRefused(f"line {number} is not a JSON object")
     return value
+
+
+@dataclass(frozen=True, slots=True)
+class _Header:
+    """What the header line says of the export, checked."""
+
+    slug: str
+    name: str
+    exported_at: datetime
+    schema_version: int
+    embedding_dim: int
 
 
 class _Reader:
     """The structure of the lines seen so far."""
 
     def __init__(self) -> None:
-        self.header: dict[str, Any] | None = None
+        self.header: _Header | None = None
         self.retention: RetentionPolicy | None = None
         self.counts: dict[str, int] = {table.name: 0 for table in TABLES}
         self.table = -1
-        self.trailer: dict[str, Any] | None = None
+        self.ended = False  # the trailer was read, and matched
 
-    def take(self, value: dict[str, Any], number: int) -> None:
+    def take(self, value: _Line, number: int) -> None:
         kind = value.get("kind")
         if number == 1:
             self.header = _header(value)
@@ -134,9 +165,9 @@ class _Reader:
         else:
             raise ImportRefused(f"line {number}: a {kind!r} line is not expected here")
 
-    def _record(self, value: dict[str, Any], number: int) -> None:
+    def _record(self, value: _Line, number: int) -> None:
         name, data = value.get("table"), value.get("data")
-        if name not in ORDER or not isinstance(data, dict):
+        if not isinstance(name, str) or name not in ORDER or not isinstance(data, dict):
             raise ImportRefused(f"line {number}: a record of an unknown table {name!r}")
         if ORDER[name] < self.table:
             raise ImportRefused(f"line {number}: a {name} record after later tables")
@@ -156,7 +187,7 @@ class _Reader:
             raise ImportRefused(f"line {number}: a {name} relation needs `in` and `out`")
         self.counts[name] += 1
 
-    def finish(self, value: dict[str, Any], sha256: str, number: int) -> None:
+    def finish(self, value: _Line, sha256: str, number: int) -> None:
         if self.retention is None:
             raise ImportRefused(f"line {number}: the trailer comes before the settings")
         if value.get("sha256") != sha256:
@@ -166,22 +197,22 @@ class _Reader:
             )
         if value.get("counts") != self.counts:
             raise ImportRefused("the trailer's record counts do not match the records")
-        self.trailer = value
+        self.ended = True
 
     def summary(self) -> ExportSummary:
         assert self.header is not None and self.retention is not None
         return ExportSummary(
-            slug=self.header["tenant"]["slug"],
-            name=self.header["tenant"]["name"],
-            exported_at=self.header["exported_at"],
-            schema_version=self.header["schema_version"],
-            embedding_dim=self.header["embedding_dim"],
+            slug=self.header.slug,
+            name=self.header.name,
+            exported_at=self.header.exported_at,
+            schema_version=self.header.schema_version,
+            embedding_dim=self.header.embedding_dim,
             retention=self.retention,
             counts=dict(self.counts),
         )
 
 
-def _header(value: dict[str, Any]) -> dict[str, Any]:
+def _header(value: _Line) -> _Header:
     if value.get("kind") != "header" or value.get("format") != FORMAT:
         raise ImportRefused("line 1 is not the header of a tenant export (kind 'header')")
     if value.get("version") != VERSION:
@@ -189,21 +220,31 @@ def _header(value: dict[str, Any]) -> dict[str, Any]:
             f"the export is format version {value.get('version')!r}; this deployment reads"
             f" version {VERSION}"
         )
-    tenant = value.get("tenant")
+    tenant, exported = value.get("tenant"), value.get("exported_at")
+    schema, dimension = value.get("schema_version"), value.get("embedding_dim")
     try:
         assert isinstance(tenant, dict)
         assert isinstance(tenant.get("slug"), str) and isinstance(tenant.get("name"), str)
-        assert isinstance(value.get("schema_version"), int)
-        assert isinstance(value.get("embedding_dim"), int)
-        moment = datetime.fromisoformat(value["exported_at"])
-    except (AssertionError, KeyError, TypeError, ValueError):
+        assert isinstance(schema, int) and isinstance(dimension, int)
+        assert isinstance(exported, str)
+        moment = datetime.fromisoformat(exported)
+    except (AssertionError, ValueError):
         raise ImportRefused("line 1: the header lacks its tenant, versions or date") from None
-    return {**value, "exported_at": moment}
+    return _Header(
+        slug=tenant["slug"],
+        name=tenant["name"],
+        exported_at=moment,
+        schema_version=schema,
+        embedding_dim=dimension,
+    )
 
 
-def _retention(value: dict[str, Any], number: int) -> RetentionPolicy:
+def _retention(value: _Line, number: int) -> RetentionPolicy:
     try:
-        return RetentionPolicy.from_dict(value["retention"])
+        fields = value["retention"]
+        if not isinstance(fields, dict):
+            raise TypeError("they are not a JSON object")
+        return RetentionPolicy.from_dict(fields)
     except (KeyError, TypeError, PolicyInvalid) as error:
         raise ImportRefused(f"line {number}: the retention settings are invalid: {error}") from None
 
@@ -245,7 +286,7 @@ async def load_export(store: TenantStore, lines: Iterator[bytes], progress: Prog
     """Write a checked export's records; returns how many. On failure: ImportFailed,
     with everything written cleared."""
     writes = _Writes(store, progress)
-    batch: list[dict[str, Any]] = []
+    batch: list[JsonObject] = []  # decoded records of one table, written as they are
     table = ""
     try:
         for raw in lines:
@@ -283,7 +324,7 @@ class _Writes:
         self.flying: set[asyncio.Task[int]] = set()
         self.written = 0
 
-    async def add(self, table: str, rows: list[dict[str, Any]]) -> None:
+    async def add(self, table: str, rows: list[JsonObject]) -> None:  # decoded records
         if not rows:
             return
         if table != self.table:
@@ -310,7 +351,8 @@ class _Writes:
         self.flying = set()
 
 
-async def _write(store: TenantStore, table: str, rows: list[dict[str, Any]]) -> int:
+# `rows`: decoded records of `table`, each field as the export held it (INSERT's input).
+async def _write(store: TenantStore, table: str, rows: list[JsonObject]) -> int:
     if not rows:
         return 0
     sql = queries.import_rows(table, relation=BY_NAME[table].relation, allowed=TABLE_NAMES)

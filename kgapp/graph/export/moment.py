@@ -12,11 +12,13 @@ import csv
 import io
 import re
 from collections.abc import AsyncIterator, Iterable
-from typing import Any
+from typing import Any, TypedDict
 from xml.sax.saxutils import escape, quoteattr
 
+from surrealdb.data.types.record_id import RecordID
+
 from kgapp.graph import queries
-from kgapp.graph.records import record_key, to_json
+from kgapp.graph.records import Entity, Fact, record_key, to_json
 from kgapp.graph.search.diff import csv_cell
 from kgapp.graph.store import TenantStore
 from kgapp.graph.time import Moment
@@ -38,13 +40,17 @@ FACT_COLUMNS = (
 )  # fmt: skip
 
 
+# A visible fact's id and ends (queries.MOMENT_FACT_ENDS); `in` is a Python keyword.
+_FactEnds = TypedDict("_FactEnds", {"id": RecordID, "in": RecordID, "out": RecordID})
+
+
 class _Visible:
     """The visible facts' ids in order, and how many of them each entity joins."""
 
-    def __init__(self, rows: list[dict[str, Any]]) -> None:
+    def __init__(self, rows: list[_FactEnds]) -> None:
         self.facts = [row["id"] for row in rows]
         self.degree: dict[str, int] = {}
-        self.entities: list[Any] = []
+        self.entities: list[RecordID] = []
         for row in rows:
             for end in (row["in"], row["out"]):
                 key = record_key(end)
@@ -57,11 +63,18 @@ async def _visible(store: TenantStore, moment: Moment) -> _Visible:
     return _Visible(await store.query_one(queries.MOMENT_FACT_ENDS, moment.params()) or [])
 
 
-async def _pages(
-    store: TenantStore, sql: str, ids: list[Any]
-) -> AsyncIterator[list[dict[str, Any]]]:
+async def _entity_pages(store: TenantStore, ids: list[RecordID]) -> AsyncIterator[list[Entity]]:
+    """The entities of `ids` (queries.MOMENT_ENTITY_ROWS), a page at a time."""
     for first in range(0, len(ids), PAGE):
-        yield await store.query_one(sql, {"ids": ids[first : first + PAGE]}) or []
+        page = {"ids": ids[first : first + PAGE]}
+        yield await store.query_one(queries.MOMENT_ENTITY_ROWS, page) or []
+
+
+async def _fact_pages(store: TenantStore, ids: list[RecordID]) -> AsyncIterator[list[Fact]]:
+    """The facts of `ids` with their ends (queries.MOMENT_FACT_ROWS), a page at a time."""
+    for first in range(0, len(ids), PAGE):
+        page = {"ids": ids[first : first + PAGE]}
+        yield await store.query_one(queries.MOMENT_FACT_ROWS, page) or []
 
 
 def _text(value: Any) -> str:
@@ -78,15 +91,15 @@ async def graphml(store: TenantStore, moment: Moment) -> AsyncIterator[str]:
     """The graph at `moment` as a GraphML document, in pieces."""
     visible = await _visible(store, moment)
     yield _graphml_head(moment)
-    async for rows in _pages(store, queries.MOMENT_ENTITY_ROWS, visible.entities):
+    async for rows in _entity_pages(store, visible.entities):
         yield "".join(
             f"<node id={quoteattr(_text(record_key(row['id'])))}>"
             + "".join(_data(f"n_{key}", row.get(key)) for key, _ in NODE_KEYS)
             + "</node>\n"
             for row in rows
         )
-    async for rows in _pages(store, queries.MOMENT_FACT_ROWS, visible.facts):
-        yield "".join(_edge(row) for row in rows)
+    async for facts in _fact_pages(store, visible.facts):
+        yield "".join(_edge(row) for row in facts)
     yield "</graph>\n</graphml>\n"
 
 
@@ -107,7 +120,7 @@ def _graphml_head(moment: Moment) -> str:
     )
 
 
-def _edge(row: dict[str, Any]) -> str:
+def _edge(row: Fact) -> str:
     ends = (
         f"id={quoteattr(_text(record_key(row['id'])))}"
         f" source={quoteattr(_text(record_key(row['source'])))}"
@@ -127,7 +140,7 @@ async def entities_csv(store: TenantStore, moment: Moment) -> AsyncIterator[str]
     """The entities the facts at `moment` join, one row each."""
     visible = await _visible(store, moment)
     yield _csv([ENTITY_COLUMNS])
-    async for rows in _pages(store, queries.MOMENT_ENTITY_ROWS, visible.entities):
+    async for rows in _entity_pages(store, visible.entities):
         yield _csv(
             (row["id"], row.get("name"), row.get("entity_type"), row.get("summary"),
              visible.degree.get(record_key(row["id"]), 0))
@@ -140,13 +153,13 @@ async def facts_csv(store: TenantStore, moment: Moment) -> AsyncIterator[str]:
     visible = await _visible(store, moment)
     names: dict[str, str] = {}
     yield _csv([FACT_COLUMNS])
-    async for rows in _pages(store, queries.MOMENT_ENTITY_ROWS, visible.entities):
+    async for rows in _entity_pages(store, visible.entities):
         names.update((record_key(row["id"]), row.get("name") or "") for row in rows)
-    async for rows in _pages(store, queries.MOMENT_FACT_ROWS, visible.facts):
-        yield _csv(_fact_row(row, names) for row in rows)
+    async for facts in _fact_pages(store, visible.facts):
+        yield _csv(_fact_row(row, names) for row in facts)
 
 
-def _fact_row(row: dict[str, Any], names: dict[str, str]) -> tuple[Any, ...]:
+def _fact_row(row: Fact, names: dict[str, str]) -> tuple[Any, ...]:
     source, target = record_key(row["source"]), record_key(row["target"])
     return (
         row["id"], source, names.get(source, ""), row["relation"], target,

@@ -4,13 +4,13 @@ people (streamed, every table, typed JSON) is `jsonl.py`."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from kgapp.graph import queries
+from kgapp.graph.records import JsonObject
 from kgapp.graph.store import TenantStore
 
 
-async def export_graph(store: TenantStore) -> dict[str, list[dict[str, Any]]]:
+# Rows of every graph table, as stored: each table's own fields, compared whole.
+async def export_graph(store: TenantStore) -> dict[str, list[JsonObject]]:
     """Every record of the graph tables, by table, in id order."""
     results = await store.query(queries.GRAPH_EXPORT)
     return {

@@ -1,7 +1,8 @@
-"""The tenants' indexes as this process reads them (the most recently searched
-KG_SEARCH_TENANTS), brought up to date before each use: by running a pass here when no
-indexer runs on this machine, else by taking up what the indexer last committed
-(waiting for it to pass the present moment when the caller must read its own writes).
+"""The tenants' indexes as this process reads them (the most recently searched, as many
+as `CoreConfig.search_tenants`), brought up to date before each use: by running a pass
+here when no indexer runs on this machine, else by taking up what the indexer last
+committed (waiting for it to pass the present moment when the caller must read its own
+writes).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from datetime import datetime
 from pathlib import Path
 
 from kgapp.graph import live
+from kgapp.graph.config import core_config
 from kgapp.graph.index import directories, indexer
 from kgapp.graph.index.entities import EntityIndex
 from kgapp.graph.index.facts import FactIndex
@@ -23,7 +25,6 @@ from kgapp.graph.store import TenantStore
 log = logging.getLogger(__name__)
 
 FRESH_WAIT = 10.0  # seconds a reader waits for the indexer to pass the present
-TENANTS = int(os.environ.get("KG_SEARCH_TENANTS", "32"))
 
 
 class TenantIndex:
@@ -81,7 +82,7 @@ async def tenant_index(store: TenantStore, *, fresh: bool = False) -> TenantInde
     with _readers_lock:
         reader = _readers.pop(str(directory), None) or TenantIndex(directory, store.namespace or "")
         _readers[str(directory)] = reader
-        while len(_readers) > TENANTS:
+        while len(_readers) > core_config().search_tenants:
             _readers.popitem(last=False)
     if fresh and elsewhere:
         await _caught_up(store, reader)

@@ -5,8 +5,9 @@
     <root>/<namespace>/writer.lock      held by whoever writes, for one pass or for good
     <root>/<namespace>/<build>/         one complete index: relates_to/ and entity/
 
-The root is KG_SEARCH_DIR (default var/search in the checkout). A tenant's index is
-found only under its own namespace's directory, and its manifest names that namespace:
+The root is `CoreConfig.search_dir` (KG_SEARCH_DIR, default var/search in the checkout).
+A tenant's index is found only under its own namespace's directory, and its manifest
+names that namespace:
 an index copied or linked under another tenant's directory is refused (`read_manifest`).
 Everything here is derived data: delete a directory and the next pass rebuilds it.
 """
@@ -21,20 +22,20 @@ import os
 import shutil
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
 
 from kgapp.graph import queries
+from kgapp.graph.config import core_config
 from kgapp.graph.errors import GraphUnavailable
+from kgapp.graph.records import JsonObject
 
 FORMAT = 1  # bumped when the files change shape: an older index is rebuilt
 MANIFEST = "manifest.json"
 
 
 def root() -> Path:
-    configured = os.environ.get("KG_SEARCH_DIR")
-    if configured:
-        return Path(configured)
-    return Path(__file__).resolve().parents[3] / "var" / "search"
+    """This machine's search index directory, as the edge configured it."""
+    return core_config().search_dir
 
 
 def tenant_dir(namespace: str | None, base: Path | None = None) -> Path:
@@ -96,7 +97,8 @@ def boot_id() -> str:
 def read_manifest(directory: Path, namespace: str) -> Manifest | None:
     """The manifest, or None when there is none usable for this namespace."""
     try:
-        raw: dict[str, Any] = json.loads((directory / MANIFEST).read_text())
+        # The file's JSON, unchecked until it makes a Manifest below.
+        raw: JsonObject = json.loads((directory / MANIFEST).read_text())
     except (OSError, ValueError):
         return None
     if raw.get("namespace") != namespace or raw.get("format") != FORMAT:

@@ -4,17 +4,17 @@ entity is not found."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
 
 import numpy as np
 
 from kgapp.graph import queries
-from kgapp.graph.index.table import TableIndex, TableSpec
+from kgapp.graph.index.table import ColumnValues, TableIndex, TableSpec
+from kgapp.graph.records import JsonObject
 
 
-def _values(
-    row: dict[str, Any], code: Callable[[str], int], end: Callable[[str], int]
-) -> dict[str, Any]:
+def _values(  # `row`: an entity as the feed or a read gives it (TableSpec)
+    row: JsonObject, code: Callable[[str], int], end: Callable[[str], int]
+) -> ColumnValues:
     return {"entity_type": code(str(row.get("entity_type") or ""))}
 
 

@@ -6,23 +6,22 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
-from typing import Any
 
 import numpy as np
 
 from kgapp.graph import queries
 from kgapp.graph.index.analysis import terms
 from kgapp.graph.index.columns import micros
-from kgapp.graph.index.table import TableIndex, TableSpec
-from kgapp.graph.records import record_key
+from kgapp.graph.index.table import ColumnValues, TableIndex, TableSpec
+from kgapp.graph.records import JsonObject, record_key
 
 _TIMES = ("valid_at", "invalid_at", "created_at", "expired_at")
 
 
-def _values(
-    row: dict[str, Any], code: Callable[[str], int], end: Callable[[str], int]
-) -> dict[str, Any]:
-    values: dict[str, Any] = {name: micros(row.get(name)) for name in _TIMES}
+def _values(  # `row`: a fact as the feed or a read gives it (TableSpec)
+    row: JsonObject, code: Callable[[str], int], end: Callable[[str], int]
+) -> ColumnValues:
+    values: ColumnValues = {name: micros(row.get(name)) for name in _TIMES}
     values["relation"] = code(str(row.get("relation") or ""))
     values["edge_type"] = code(str(row.get("edge_type") or ""))
     for column, field in (("source", "in"), ("target", "out")):

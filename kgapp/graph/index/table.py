@@ -22,6 +22,7 @@ from kgapp.graph.index import vectors as nearest_vectors
 from kgapp.graph.index.columns import Columns, Spec
 from kgapp.graph.index.directories import TableState
 from kgapp.graph.index.text import TextReader
+from kgapp.graph.records import JsonObject
 
 # Every table's columns beside its own: whether the row is a current record, has a
 # vector, has it in the saved graph (vectors.py), and the hash of its texts.
@@ -35,9 +36,15 @@ COMMON: Spec = {
 BM25_OVERFETCH = 4
 
 
+# A record's values in its row, by column: a code, a count, a time in microseconds, a score.
+ColumnValues = dict[str, int | float]
+
+
 @dataclass(frozen=True)
 class TableSpec:
-    """What one table's index holds, and how a record fills its row."""
+    """What one table's index holds, and how a record fills its row. A record is a row
+    of the table as the feed or a read gives it (an untyped dict: the spec names its
+    fields, so one writer serves every indexed table)."""
 
     table: str
     text_fields: tuple[str, ...]
@@ -45,8 +52,8 @@ class TableSpec:
     columns: Spec
     ids: str  # the query of every id (a rebuild)
     rows: str  # the query of the indexed fields of `$ids`
-    values: Callable[[dict[str, Any], Callable[[str], int], Callable[[str], int]], dict[str, Any]]
-    alive: Callable[[dict[str, Any]], bool]
+    values: Callable[[JsonObject, Callable[[str], int], Callable[[str], int]], ColumnValues]
+    alive: Callable[[JsonObject], bool]
 
     @property
     def all_columns(self) -> Spec:

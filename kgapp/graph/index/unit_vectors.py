@@ -1,9 +1,8 @@
 """The passage unit vectors of episodes (schema/0011), read once per process
-(KG_UNIT_VECTORS units at most)."""
+(`CoreConfig.unit_vectors` units at most)."""
 
 from __future__ import annotations
 
-import os
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -12,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from kgapp.graph import queries
+from kgapp.graph.config import core_config
 from kgapp.graph.embeddings import unpack_vectors
 from kgapp.graph.records import record_key
 from kgapp.graph.store import TenantStore
@@ -21,9 +21,9 @@ class _UnitVectors:
     """The passage unit vectors of the episodes recently quoted (schema/0011), per
     tenant: an episode never changes once written, so its vectors are read once per
     process (decoding them is most of a query's time otherwise), within `budget_units`
-    units, the least recently used going first."""
+    units (the configured budget when None), the least recently used going first."""
 
-    def __init__(self, budget_units: int) -> None:
+    def __init__(self, budget_units: int | None = None) -> None:
         self.budget = budget_units
         self._vectors: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
         self._units = 0
@@ -53,13 +53,14 @@ class _UnitVectors:
                 if key not in self._vectors:
                     self._vectors[key] = vectors
                     self._units += len(vectors)
-            while self._vectors and self._units > self.budget:
+            budget = core_config().unit_vectors if self.budget is None else self.budget
+            while self._vectors and self._units > budget:
                 _, dropped = self._vectors.popitem(last=False)
                 self._units -= len(dropped)
         return found
 
 
-_unit_vectors = _UnitVectors(int(os.environ.get("KG_UNIT_VECTORS", "200000")))
+_unit_vectors = _UnitVectors()
 
 
 async def unit_vectors(store: TenantStore, episodes: Sequence[Any]) -> dict[str, np.ndarray]:

@@ -25,7 +25,7 @@ from kgapp.graph.index.columns import Columns
 from kgapp.graph.index.directories import TableState
 from kgapp.graph.index.table import COMMON, Lines, TableSpec
 from kgapp.graph.index.text import TextWriter
-from kgapp.graph.records import record_key
+from kgapp.graph.records import JsonObject, record_key
 
 MIN_CAPACITY = 1024
 
@@ -79,7 +79,7 @@ class TableWriter:
 
     # --- changes ------------------------------------------------------------------------
 
-    def put(self, record: dict[str, Any]) -> int:
+    def put(self, record: JsonObject) -> int:  # a row of any indexed table (TableSpec)
         """A record created or updated (a whole record, as the feed or a read gives it);
         its row."""
         key = record_key(record["id"])

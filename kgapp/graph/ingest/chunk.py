@@ -7,7 +7,7 @@ messages (`chunking.group_messages`). A PDF's text is extracted first, in the wo
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import TypedDict
 
 from surrealdb.data.types.record_id import RecordID
 
@@ -17,7 +17,7 @@ from kgapp.graph.documents.messages import Message, format_messages, message_key
 from kgapp.graph.documents.pdf import PdfLimits, pdf_text
 from kgapp.graph.errors import NotFound
 from kgapp.graph.ingest.model import EpisodeInput
-from kgapp.graph.records import record_key
+from kgapp.graph.records import DocumentMessage, record_key
 from kgapp.graph.store import TenantStore
 from kgapp.graph.time import parse_when
 
@@ -25,21 +25,40 @@ CHUNK_TOKENS = 800
 CHUNK_OVERLAP = 100
 
 
-async def read_document(store: TenantStore, document: RecordID, pdf: PdfLimits) -> dict[str, Any]:
+class _ContentFields(TypedDict):
+    kind: str
+    file_name: str
+    created_at: datetime
+
+
+class DocumentContent(_ContentFields, total=False):
+    """A document as ingestion reads it (queries.DOCUMENT_CONTENT): its content, when it
+    was true, and which version it is (`version_at`: when that was uploaded)."""
+
+    text: str | None
+    messages: list[DocumentMessage] | None
+    raw: bytes | None
+    title: str | None
+    reference_time: datetime | None
+    version: int | None
+    version_at: datetime | None
+
+
+async def read_document(store: TenantStore, document: RecordID, pdf: PdfLimits) -> DocumentContent:
     """The document's content, the document now `chunking`; a PDF's text is extracted
     within `pdf` and kept as the document's text (it is a text document from then on)."""
-    row = await store.query_one(queries.DOCUMENT_CONTENT, {"id": document})
+    row: DocumentContent | None = await store.query_one(queries.DOCUMENT_CONTENT, {"id": document})
     if not row:
         raise NotFound(f"document {document} is gone")
     await document_status(store, document, "chunking")
     if row["kind"] == "pdf":
-        text = await pdf_text(row["file_name"], row["raw"], pdf)
+        text = await pdf_text(row["file_name"], row.get("raw") or b"", pdf)
         await store.query(queries.DOCUMENT_TEXT_SET, {"id": document, "text": text})
-        row = {**row, "kind": "text", "text": text}
-    return dict(row)
+        return {**row, "kind": "text", "text": text}
+    return row
 
 
-def chunk(document: RecordID, row: dict[str, Any]) -> list[EpisodeInput]:
+def chunk(document: RecordID, row: DocumentContent) -> list[EpisodeInput]:
     """The episodes of the document `row` (as `read_document` gives it), in order."""
     if row["kind"] == "conversation":
         return _conversation_episodes(document, row)
@@ -60,7 +79,7 @@ def chunk(document: RecordID, row: dict[str, Any]) -> list[EpisodeInput]:
     ]
 
 
-def conversation_messages(row: dict[str, Any]) -> list[tuple[Message, str]]:
+def conversation_messages(row: DocumentContent) -> list[tuple[Message, str]]:
     """The messages of a conversation document, each with its key (`message_keys`)."""
     messages = [
         Message(m["speaker"], m["text"], parse_when(m.get("timestamp")))
@@ -70,7 +89,7 @@ def conversation_messages(row: dict[str, Any]) -> list[tuple[Message, str]]:
 
 
 def conversation_episodes(
-    document: RecordID, row: dict[str, Any], keyed: list[tuple[Message, str]], start: int = 0
+    document: RecordID, row: DocumentContent, keyed: list[tuple[Message, str]], start: int = 0
 ) -> list[EpisodeInput]:
     """One episode per window of `keyed` messages, numbered from `start`; its time is its
     first message's, else the document's."""
@@ -95,11 +114,11 @@ def conversation_episodes(
     return episodes
 
 
-def _conversation_episodes(document: RecordID, row: dict[str, Any]) -> list[EpisodeInput]:
+def _conversation_episodes(document: RecordID, row: DocumentContent) -> list[EpisodeInput]:
     return conversation_episodes(document, row, conversation_messages(row))
 
 
-def _document_time(row: dict[str, Any]) -> datetime:
+def _document_time(row: DocumentContent) -> datetime:
     """When the document's content was true: the reference time given with the upload,
     else the upload's own time."""
     return row.get("reference_time") or row["created_at"]

@@ -21,7 +21,6 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from functools import cache
-from typing import Any
 
 from pydantic import BaseModel
 from surrealdb.data.types.record_id import RecordID
@@ -29,7 +28,7 @@ from surrealdb.data.types.record_id import RecordID
 from kgapp.graph.chunking import count_tokens
 from kgapp.graph.documents.pdf import PdfLimits, pdf_text
 from kgapp.graph.documents.upload import ParsedDocument
-from kgapp.graph.ingest.chunk import chunk
+from kgapp.graph.ingest.chunk import DocumentContent, chunk
 from kgapp.graph.ingest.model import EpisodeInput
 from kgapp.graph.ingest.prepare import CONTEXT_EPISODES
 from kgapp.graph.llm.prices import PriceTable, cost_usd
@@ -60,7 +59,7 @@ class Estimate:
     output_tokens: int
     cost_usd: float | None
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, int | float | None]:
         return asdict(self)
 
 
@@ -96,7 +95,7 @@ async def upload_episodes(upload: Upload, pdf: PdfLimits) -> list[EpisodeInput]:
     text = (
         await pdf_text(upload.file_name, upload.data, pdf) if parsed.kind == "pdf" else parsed.text
     )
-    row = {
+    row: DocumentContent = {
         "kind": "conversation" if parsed.kind == "conversation" else "text",
         "text": text,
         "messages": [

@@ -10,7 +10,7 @@ import asyncio
 import contextlib
 from collections.abc import Sequence
 from itertools import zip_longest
-from typing import Any
+from typing import TypedDict
 
 import numpy as np
 from surrealdb.data.types.record_id import RecordID
@@ -27,6 +27,21 @@ from kgapp.graph.records import record_key
 INDEX_CONFLICTS = 4
 FACT_BATCH = 64
 EPISODE_BATCH = 16
+
+
+class _FactText(TypedDict):
+    """A fact without its vector (queries.UNEMBEDDED, UNEMBEDDED_OF)."""
+
+    id: RecordID
+    fact: str
+
+
+class _EpisodeText(TypedDict):
+    """An episode without its vector (queries.UNEMBEDDED, UNEMBEDDED_OF)."""
+
+    id: RecordID
+    source: str
+    content: str
 
 
 async def embed_episode(ctx: IngestContext, work: EpisodeWork, names: Sequence[str]) -> None:
@@ -82,9 +97,7 @@ def episode_units(source: str, content: str) -> tuple[str, ...]:
     return passage_units(source, content) or (content,)
 
 
-def add_units(
-    batch: queries.Batch, episode: RecordID, vectors: Sequence[Sequence[float]]
-) -> None:
+def add_units(batch: queries.Batch, episode: RecordID, vectors: Sequence[Sequence[float]]) -> None:
     """Write an episode's unit vectors, and their normalised mean as its own vector."""
     batch.add(
         queries.EPISODE_UNITS_SET,
@@ -123,8 +136,9 @@ async def index_pending(
             found = queries.Batch()
             for episode in ctx.earlier:
                 found.add(queries.EPISODE_FACT_IDS, episode=episode)
-            facts += [fact for rows in await ctx.store.query(found.sql, found.params)
-                      for fact in rows]
+            facts += [
+                fact for rows in await ctx.store.query(found.sql, found.params) for fact in rows
+            ]
         fact_chunks = [facts[i : i + fact_batch] for i in range(0, len(facts), fact_batch)]
         episode_chunks = [
             list(episodes[i : i + episode_batch]) for i in range(0, len(episodes), episode_batch)
@@ -160,7 +174,7 @@ async def _sweep(ctx: IngestContext, fact_batch: int, episode_batch: int) -> Non
 
 
 async def _embed_and_write(
-    ctx: IngestContext, facts: list[dict[str, Any]], episodes: list[dict[str, Any]]
+    ctx: IngestContext, facts: list[_FactText], episodes: list[_EpisodeText]
 ) -> bool:
     """Embed and write one batch; False if another worker wrote a row of it first."""
     if not facts and not episodes:
@@ -179,8 +193,8 @@ async def _embed_and_write(
 
 
 def _writes(
-    facts: list[dict[str, Any]],
-    episodes: list[dict[str, Any]],
+    facts: list[_FactText],
+    episodes: list[_EpisodeText],
     units: list[tuple[str, ...]],
     vectors: list[list[float]],
 ) -> queries.Batch:
@@ -188,8 +202,8 @@ def _writes(
     for row, vector in zip(facts, vectors[: len(facts)], strict=True):
         batch.add(queries.FACT_EMBEDDING_SET, id=row["id"], vector=vector)
     start = len(facts)
-    for row, own in zip(episodes, units, strict=True):
-        add_units(batch, row["id"], vectors[start : start + len(own)])
+    for episode, own in zip(episodes, units, strict=True):
+        add_units(batch, episode["id"], vectors[start : start + len(own)])
         start += len(own)
     return batch
 

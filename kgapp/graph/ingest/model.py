@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
 
 from surrealdb.data.types.record_id import RecordID
 
@@ -19,6 +19,7 @@ from kgapp.graph.embeddings import Embedder
 from kgapp.graph.ingest.offline.extractor import OfflineExtractor
 from kgapp.graph.llm.client import LLMClient
 from kgapp.graph.ontology import Ontology
+from kgapp.graph.records import StoredFact
 from kgapp.graph.resolution.model import EntityDraft, FactDraft
 from kgapp.graph.store import TenantStore
 
@@ -57,6 +58,22 @@ class EpisodeInput:
         if not self.messages:
             return parse_message_lines(self.content)
         return tuple(m for m in self.messages if m.text.strip())
+
+
+class _ParamsFields(TypedDict):
+    content: str
+    source: Source
+    reference_time: str  # ISO 8601
+
+
+class EpisodeParams(_ParamsFields, total=False):
+    """An episode as an ingest job's params keep it (service.submit, service.run)."""
+
+    name: str
+    source_description: str
+    saga: str | None
+    document: RecordID | None
+    chunk_index: int | None
 
 
 @dataclass
@@ -138,4 +155,4 @@ class EpisodeWork:
     units_embedding: asyncio.Future[None] | None = None
     # The current facts of the subjects resolved by their names, read while the other
     # names resolve (resolve_facts.read_facts_ahead), by subject; existing_facts takes it.
-    facts_ahead: asyncio.Future[dict[str, list[dict[str, Any]]]] | None = None
+    facts_ahead: asyncio.Future[dict[str, list[StoredFact]]] | None = None

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from surrealdb.data.types.record_id import RecordID
 
 from kgapp.graph import communities, queries
+from kgapp.graph.audit import AutoMergeAfter, MentionRow
 from kgapp.graph.chunking import split_sentences
 from kgapp.graph.errors import QueryFailed, UniqueViolation
 from kgapp.graph.ingest.indexing import add_units, units_embedded
@@ -20,6 +22,7 @@ from kgapp.graph.ingest.model import EpisodeWork, IngestContext
 from kgapp.graph.ingest.prepare import saga_record
 from kgapp.graph.ingest.progress import add_progress
 from kgapp.graph.ontology import mention_type
+from kgapp.graph.records import EntityRow, EpisodeRow, Statement
 from kgapp.graph.resolution.canonical import alias_key
 from kgapp.graph.resolution.entities import new_record
 from kgapp.graph.resolution.facts import fact_record, revision_row
@@ -115,22 +118,22 @@ async def _commit(ctx: IngestContext, batch: queries.Batch) -> list[Any]:
         raise UniqueViolation(str(error), kind=error.kind, statement=error.statement) from error
 
 
-def _episode_row(work: EpisodeWork) -> dict[str, Any]:
+def _episode_row(work: EpisodeWork) -> EpisodeRow:
     episode = work.input
-    return {
-        "name": episode.name,
-        "content": episode.content,
-        "source": episode.source,
-        "source_description": episode.source_description,
-        "valid_at": episode.reference_time,
-        "content_hash": work.content_hash,
-        "saga": saga_record(episode.saga) if episode.saga else None,
-        "document": episode.document,
-        "documents": [episode.document] if episode.document else [],
-        "message_keys": list(episode.message_keys) or None,
-        "chunk_index": episode.chunk_index,
-        "screened_out": list(work.screened_out) or None,
-    }
+    return EpisodeRow(
+        name=episode.name,
+        content=episode.content,
+        source=episode.source,
+        source_description=episode.source_description,
+        valid_at=episode.reference_time,
+        content_hash=work.content_hash,
+        saga=saga_record(episode.saga) if episode.saga else None,
+        document=episode.document,
+        documents=[episode.document] if episode.document else [],
+        message_keys=list(episode.message_keys) or None,
+        chunk_index=episode.chunk_index,
+        screened_out=list(work.screened_out) or None,
+    )
 
 
 def _new_facts_of(work: EpisodeWork) -> Counter[str]:
@@ -154,7 +157,7 @@ def _entities(
     """Each entity's statements: a new one created with its `degree`, an existing one
     seen again with it added, and the episode's mention of each."""
     touched: set[str] = set()
-    mentions: list[dict[str, Any]] = []
+    mentions: list[MentionRow] = []
     seen_at = work.input.reference_time
     spelled, typed = _said(work)
     for draft in work.entities:
@@ -166,8 +169,8 @@ def _entities(
         touched.add(key)
         vote = mention_type(typed[key])
         if draft.is_new:
-            row = _entity_row(draft, draft.summary, seen_at, vote) | {"degree": degree[key]}
-            batch.add(queries.ENTITY_CREATE, id=draft.record, row=row)
+            row = _entity_row(draft, draft.summary, seen_at, vote)
+            batch.add(queries.ENTITY_CREATE, id=draft.record, row={**row, "degree": degree[key]})
         else:
             seen = _Seen(seen_at, vote, _own_name(work, draft.record), degree[key])
             _seen_again(batch, draft, summaries.get(key, ""), seen)
@@ -187,7 +190,7 @@ def _entities(
         batch.add(queries.MENTIONS_INSERT, rows=mentions)
 
 
-def _name_statements(batch: queries.Batch, draft: EntityDraft, seen_at: Any) -> None:
+def _name_statements(batch: queries.Batch, draft: EntityDraft, seen_at: datetime) -> None:
     """What resolution decided of the name: an alias to keep, a record of its own merged
     into the entity, candidates a person is to review."""
     if draft.alias:
@@ -220,7 +223,7 @@ class _Seen:
     """What an episode tells of an existing entity it mentions: when, the type its
     mention gives, its own name as spelled there (None: not said), its new facts."""
 
-    at: Any
+    at: datetime
     vote: str
     named: str | None
     new_facts: int
@@ -279,6 +282,7 @@ def _auto_merges(batch: queries.Batch, work: EpisodeWork) -> None:
         merge = draft.merge
         if merge is None:
             continue
+        assert draft.record is not None  # resolved before it is written
         facts = [
             f.record
             for f in work.facts
@@ -293,37 +297,37 @@ def _auto_merges(batch: queries.Batch, work: EpisodeWork) -> None:
             action="auto_merge",
             target=draft.record,
             before=None,
-            after={
-                "survivor": draft.record,
-                "merged": new_record(draft),
-                "name": draft.name,
-                "survivor_name": merge.survivor_name,
-                "rule": merge.rule,
-                "score": merge.score,
-                "cosine": merge.cosine,
-                "episode": work.record,
-                "facts": facts,
-                "alias": alias_record(draft),
-            },
+            after=AutoMergeAfter(
+                survivor=draft.record,
+                merged=new_record(draft),
+                name=draft.name,
+                survivor_name=merge.survivor_name,
+                rule=merge.rule,
+                score=merge.score,
+                cosine=merge.cosine,
+                episode=work.record,
+                facts=facts,
+                alias=alias_record(draft),
+            ),
             reason=f"{merge.rule}: {draft.name!r} = {merge.survivor_name!r} "
             f"(names {merge.score:.2f}{cosine})",
         )
 
 
 def _entity_row(
-    draft: EntityDraft, summary: str, seen_at: Any, entity_type: str | None = None
-) -> dict[str, Any]:
+    draft: EntityDraft, summary: str, seen_at: datetime, entity_type: str | None = None
+) -> EntityRow:
     entity_type = entity_type or draft.entity_type
-    return {
-        "name": draft.name,
-        "canonical_name": draft.canonical,
-        "entity_type": entity_type,
-        "summary": summary,
-        "match_key": match_key(draft.name, entity_type) or None,
-        "name_embedding": draft.embedding,
-        "first_seen_at": seen_at,
-        "last_seen_at": seen_at,
-    }
+    return EntityRow(
+        name=draft.name,
+        canonical_name=draft.canonical,
+        entity_type=entity_type,
+        summary=summary,
+        match_key=match_key(draft.name, entity_type) or None,
+        name_embedding=draft.embedding,
+        first_seen_at=seen_at,
+        last_seen_at=seen_at,
+    )
 
 
 def _fact(ctx: IngestContext, batch: queries.Batch, work: EpisodeWork, draft: FactDraft) -> None:
@@ -371,11 +375,11 @@ def _fact(ctx: IngestContext, batch: queries.Batch, work: EpisodeWork, draft: Fa
         batch.add(queries.FACT_RELINK, id=draft.closed_by["id"], supersedes=draft.record)
 
 
-def _statement(work: EpisodeWork, draft: FactDraft) -> dict[str, Any]:
+def _statement(work: EpisodeWork, draft: FactDraft) -> Statement:
     """What this episode said of the fact (kept so that its wording can go with it)."""
-    return {
-        "episode": work.record,
-        "fact": draft.fact,
-        "valid_at": draft.valid_at,
-        "confidence": draft.confidence,
-    }
+    return Statement(
+        episode=work.record,
+        fact=draft.fact,
+        valid_at=draft.valid_at,
+        confidence=draft.confidence,
+    )

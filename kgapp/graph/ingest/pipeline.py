@@ -15,7 +15,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import partial
-from typing import Any
 
 from surrealdb.data.types.record_id import RecordID
 
@@ -35,7 +34,7 @@ from kgapp.graph.ingest.versions import DocumentPlan, document_plan
 from kgapp.graph.llm.client import LLMClient
 from kgapp.graph.llm.errors import LLMError, LLMQuotaExceeded
 from kgapp.graph.ontology import ontology_load
-from kgapp.graph.records import record_key
+from kgapp.graph.records import JsonObject, record_key
 from kgapp.graph.resolution.decide import decide
 from kgapp.graph.resolution.entities import resolve_entities
 from kgapp.graph.resolution.facts import (
@@ -64,11 +63,9 @@ class IngestReport(jobs.JobReport):
     extractor: str = ""  # what extracted: the model's name, or the offline pipeline
     plan: DocumentPlan | None = None  # a document's: what it brought, kept and dropped
 
-    def result(self) -> dict[str, Any]:
-        result: dict[str, Any] = {"episodes": self.episodes[:1000], "extractor": self.extractor}
-        if self.plan is not None:
-            result["document"] = self.plan.as_dict()
-        return result
+    def result(self) -> JsonObject:  # a job's result: JSON of its kind's own (JobReport)
+        document = {"document": self.plan.as_dict()} if self.plan is not None else {}
+        return {"episodes": self.episodes[:1000], "extractor": self.extractor, **document}
 
 
 async def ingest_episode(ctx: IngestContext, episode: EpisodeInput) -> RecordID | None:
@@ -236,7 +233,7 @@ async def _ingest_episodes(
             logger.warning("episode %s of %s failed: %s", index, job, error)
         if ctx.progress is not None:  # not written with an episode
             params = progress_params(ctx, ctx.progress)
-            await jobs.job_write(ctx.store, queries.JOB_PROGRESS, params)
+            await jobs.job_write(ctx.store, queries.JOB_PROGRESS, {**params})  # a plain dict
             ctx.progress = None
 
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import hashlib
-from typing import Any
+from datetime import datetime
+from typing import TypedDict
 
 from surrealdb.data.types.record_id import RecordID
 
@@ -13,6 +14,14 @@ from kgapp.graph.records import record_key
 from kgapp.graph.resolution.canonical import clean_text, content_hash
 
 CONTEXT_EPISODES = 3
+
+
+class _Earlier(TypedDict):
+    """An earlier episode of the saga (queries.EPISODE_CONTEXT)."""
+
+    id: RecordID
+    content: str
+    valid_at: datetime
 
 
 def episode_record(episode: EpisodeInput, digest: str) -> RecordID:
@@ -56,7 +65,7 @@ async def prepare(ctx: IngestContext, episode: EpisodeInput) -> EpisodeWork | No
         ctx.episodes.append(record)  # that run may have stopped before indexing it
         return None
     work = EpisodeWork(input=episode, record=record, content_hash=digest)
-    rows: list[dict[str, Any]] = (context[0] if context else None) or []
+    rows: list[_Earlier] = (context[0] if context else None) or []
     work.context = [row["content"] for row in reversed(rows)]
     work.previous = rows[0]["id"] if rows else None
     return work

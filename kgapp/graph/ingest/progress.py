@@ -6,10 +6,13 @@ that failed or was skipped (pipeline.py)."""
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
+from typing import TypedDict
+
+from surrealdb.data.types.record_id import RecordID
 
 from kgapp.graph import queries
 from kgapp.graph.ingest.model import IngestContext, Progress
+from kgapp.graph.llm.usage import UsageRow
 
 
 def counts_of(ctx: IngestContext, gained: Counter[str] | None = None) -> dict[str, int]:
@@ -23,7 +26,7 @@ def counts_of(ctx: IngestContext, gained: Counter[str] | None = None) -> dict[st
     return counts
 
 
-def usage_of(ctx: IngestContext) -> list[dict[str, Any]]:
+def usage_of(ctx: IngestContext) -> list[UsageRow]:
     return ctx.llm.usage.rows() if ctx.llm is not None else []
 
 
@@ -34,9 +37,21 @@ def add_progress(
     batch.add(queries.JOB_PROGRESS, **progress_params(ctx, progress, gained))
 
 
+class ProgressParams(TypedDict):
+    """The parameters of queries.JOB_PROGRESS."""
+
+    job: RecordID
+    progress: int
+    total: int
+    counts: dict[str, int]
+    timings: dict[str, float]
+    usage: list[UsageRow]
+    phase: str
+
+
 def progress_params(
     ctx: IngestContext, progress: Progress, gained: Counter[str] | None = None
-) -> dict[str, Any]:
+) -> ProgressParams:
     """The progress write's parameters: where the job stands, its counts (with `gained`),
     timings and model usage."""
     return {

@@ -13,16 +13,46 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Any
+from datetime import datetime
+from typing import Required, TypedDict
 
 from surrealdb.data.types.record_id import RecordID
 
 from kgapp.graph import queries
-from kgapp.graph.ingest.chunk import chunk, conversation_episodes, conversation_messages
+from kgapp.graph.ingest.chunk import (
+    DocumentContent,
+    chunk,
+    conversation_episodes,
+    conversation_messages,
+)
 from kgapp.graph.ingest.model import EpisodeInput
 from kgapp.graph.records import record_key
 from kgapp.graph.resolution.canonical import content_hash
 from kgapp.graph.store import TenantStore
+
+
+class PlanCounts(TypedDict):
+    """What a document version's job brought, kept and dropped, as its result shows it."""
+
+    version: int
+    episodes_new: int
+    episodes_kept: int
+    episodes_withdrawn: int
+    messages_known: int
+    messages_new: int
+    summary: str
+
+
+class _Held(TypedDict, total=False):
+    """An episode a document holds (queries.DOCUMENT_EPISODES_HELD), or one that holds a
+    message of it (MESSAGE_EPISODES)."""
+
+    id: Required[RecordID]
+    created_at: datetime
+    content_hash: str
+    chunk_index: int | None
+    message_keys: list[str] | None
+    documents: list[RecordID] | None
 
 
 @dataclass
@@ -60,7 +90,7 @@ class DocumentPlan:
             )
         return _count(len(self.new), "passage")
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> PlanCounts:
         return {
             "version": self.version,
             "episodes_new": len(self.new),
@@ -77,13 +107,15 @@ def _count(n: int, noun: str) -> str:
 
 
 async def document_plan(
-    store: TenantStore, document: RecordID, row: dict[str, Any]
+    store: TenantStore, document: RecordID, row: DocumentContent
 ) -> DocumentPlan:
     """The plan of `document` (as `chunk.read_document` gives it), its kept episodes
     claimed already, so that nothing else takes them away meanwhile."""
-    held = await store.query_one(queries.DOCUMENT_EPISODES_HELD, {"document": document}) or []
+    rows: list[_Held] = (
+        await store.query_one(queries.DOCUMENT_EPISODES_HELD, {"document": document}) or []
+    )
     since = row.get("version_at") or row.get("created_at")
-    held = [e for e in held if not _this_version(e, since)]
+    held = [e for e in rows if not _this_version(e, since)]
     if row["kind"] == "conversation":
         plan = await _conversation_plan(store, document, row, held, since)
     else:
@@ -93,7 +125,7 @@ async def document_plan(
     return plan
 
 
-def _text_plan(document: RecordID, row: dict[str, Any], held: list[dict[str, Any]]) -> DocumentPlan:
+def _text_plan(document: RecordID, row: DocumentContent, held: list[_Held]) -> DocumentPlan:
     """Passages equal to one the previous version held are kept (each once)."""
     plan = DocumentPlan(kind="text", version=row.get("version") or 1)
     previous: dict[str, list[RecordID]] = defaultdict(list)
@@ -109,7 +141,7 @@ def _text_plan(document: RecordID, row: dict[str, Any], held: list[dict[str, Any
     return plan
 
 
-def _this_version(episode: dict[str, Any], since: Any, document: RecordID | None = None) -> bool:
+def _this_version(episode: _Held, since: datetime | None, document: RecordID | None = None) -> bool:
     """Whether an earlier attempt of this version's job wrote `episode` (held by
     `document`, when given): it is planned again as new, so that a retried job cuts the
     same episodes and skips those it wrote (prepare.py)."""
@@ -121,16 +153,16 @@ def _this_version(episode: dict[str, Any], since: Any, document: RecordID | None
 async def _conversation_plan(
     store: TenantStore,
     document: RecordID,
-    row: dict[str, Any],
-    held: list[dict[str, Any]],
-    since: Any,
+    row: DocumentContent,
+    held: list[_Held],
+    since: datetime | None,
 ) -> DocumentPlan:
     """Episodes all of whose messages this export has are kept, wherever they came from;
     the messages left over are grouped into new episodes."""
     plan = DocumentPlan(kind="conversation", version=row.get("version") or 1)
     keyed = conversation_messages(row)
     keys = {key for _, key in keyed}
-    known = (
+    known: list[_Held] = (
         await store.query_one(
             queries.MESSAGE_EPISODES, {"ids": [RecordID("message_key", k) for k in keys]}
         )

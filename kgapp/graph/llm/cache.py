@@ -7,10 +7,11 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-from typing import Any, Protocol
+from typing import Protocol
 
 from kgapp.graph import queries
 from kgapp.graph.errors import UniqueViolation
+from kgapp.graph.records import JsonObject
 from kgapp.graph.store import TenantStore
 
 
@@ -31,7 +32,8 @@ class LLMCache(Protocol):
     ) -> None: ...
 
 
-def cache_key(*, model: str, task: str, system: str, user: str, schema: dict[str, Any]) -> str:
+# `schema`: the answer's JSON Schema, free-form JSON (llm/schema.py).
+def cache_key(*, model: str, task: str, system: str, user: str, schema: JsonObject) -> str:
     # A JSON array keeps the parts apart: ("ab", "c") and ("a", "bc") differ.
     material = json.dumps([model, task, system, user, schema], sort_keys=True, ensure_ascii=False)
     return hashlib.sha256(material.encode("utf-8")).hexdigest()

@@ -14,7 +14,7 @@ import asyncio
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import openai
 from openai import AsyncStream
@@ -37,6 +37,7 @@ from kgapp.graph.llm.errors import LLMError, LLMInvalidAnswer
 from kgapp.graph.llm.schema import strict_json_schema
 from kgapp.graph.llm.transport import Connection, LLMConfig, stream_error, with_retries
 from kgapp.graph.llm.usage import LLMUsage
+from kgapp.graph.records import JsonObject
 
 T = TypeVar("T", bound=BaseModel)
 R = TypeVar("R")
@@ -171,7 +172,7 @@ class LLMClient:
     async def _answer(
         self,
         task: str,
-        json_schema: dict[str, Any],
+        json_schema: JsonObject,  # a JSON Schema: free-form JSON (llm/schema.py)
         messages: list[ChatCompletionMessageParam],
         schema: type[T],
     ) -> tuple[T, Completion]:
@@ -195,7 +196,7 @@ class LLMClient:
     async def _complete(
         self,
         task: str,
-        json_schema: dict[str, Any],
+        json_schema: JsonObject,  # a JSON Schema: free-form JSON (llm/schema.py)
         messages: list[ChatCompletionMessageParam],
     ) -> Completion:
         completion = await self._with_retries(

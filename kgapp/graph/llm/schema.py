@@ -8,12 +8,17 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from kgapp.graph.records import JsonObject
+
+# A JSON Schema (and each of its nodes) is free-form JSON: pydantic's output, which this
+# module rewrites keyword by keyword; so an untyped dict throughout.
+
 # Schema keywords pydantic emits that strict mode rejects ("default") or that only
 # cost prompt tokens ("title").
 _SCHEMA_NOISE = ("title", "default")
 
 
-def strict_json_schema(model: type[BaseModel]) -> dict[str, Any]:
+def strict_json_schema(model: type[BaseModel]) -> JsonObject:
     """`model`'s JSON schema in the form OpenAI's strict structured outputs accept.
 
     Every object forbids extra keys and lists all its properties as required: an
@@ -30,12 +35,12 @@ def strict_json_schema(model: type[BaseModel]) -> dict[str, Any]:
 
 
 @functools.lru_cache(maxsize=64)
-def _strict_schema(model: type[BaseModel]) -> dict[str, Any]:
+def _strict_schema(model: type[BaseModel]) -> JsonObject:
     root = model.model_json_schema()
     return _strict_node(copy.deepcopy(root), root)
 
 
-def _strict_node(node: dict[str, Any], root: dict[str, Any]) -> dict[str, Any]:
+def _strict_node(node: JsonObject, root: JsonObject) -> JsonObject:
     ref = node.get("$ref")
     if ref is not None and len(node) > 1:
         node = {**_resolve_ref(root, ref), **{k: v for k, v in node.items() if k != "$ref"}}
@@ -50,7 +55,7 @@ def _strict_node(node: dict[str, Any], root: dict[str, Any]) -> dict[str, Any]:
     return node
 
 
-def _strict_object(node: dict[str, Any]) -> None:
+def _strict_object(node: JsonObject) -> None:
     if "properties" not in node:
         raise ValueError(
             "strict structured outputs cannot express a free-form mapping (dict[str, X]); "
@@ -60,7 +65,7 @@ def _strict_object(node: dict[str, Any]) -> None:
     node["required"] = list(node["properties"])
 
 
-def _strict_children(node: dict[str, Any], root: dict[str, Any]) -> None:
+def _strict_children(node: JsonObject, root: JsonObject) -> None:
     # Walk by keyword so that a property *named* "title" or "default" is kept.
     for keyword in ("properties", "$defs"):
         if keyword in node:
@@ -72,7 +77,7 @@ def _strict_children(node: dict[str, Any], root: dict[str, Any]) -> None:
         node["items"] = _strict_node(node["items"], root)
 
 
-def _resolve_ref(root: dict[str, Any], ref: str) -> dict[str, Any]:
+def _resolve_ref(root: JsonObject, ref: str) -> JsonObject:
     if not ref.startswith("#/"):
         raise ValueError(f"only local $refs are supported, got {ref!r}")
     target: Any = root

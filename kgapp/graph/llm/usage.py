@@ -11,9 +11,19 @@ through the API count as calls with input tokens only.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypedDict
 
 from kgapp.graph.llm.prices import DEFAULT_PRICES, PriceTable, cost_usd
+
+
+class UsageRow(TypedDict):
+    """What one model's calls of a job used, as the job's `usage` stores it."""
+
+    model: str
+    calls: int
+    input_tokens: int
+    output_tokens: int
+    cost_usd: float | None  # None: the price table lacks the model
 
 
 @dataclass
@@ -62,7 +72,7 @@ class LLMUsage:
             "retries": self.retries,
         }
 
-    def rows(self) -> list[dict[str, Any]]:
+    def rows(self) -> list[UsageRow]:
         """One row per model, as a job's `usage` stores it: calls, input and output
         tokens, and the cost in USD (None for a model the price table lacks)."""
         return [

@@ -9,20 +9,59 @@ to the merge review queue.
 
 from __future__ import annotations
 
-from typing import Any
+from datetime import datetime
+from typing import TypedDict
 
 from kgapp.graph.llm.prompts import resolve as prompt
 from kgapp.graph.llm.prompts.resolve import FactDecision, Resolution
+from kgapp.graph.records import StoredFact
 from kgapp.graph.resolution.entities import apply_entity_decision
 from kgapp.graph.resolution.model import Context, EntityDraft, FactDraft, Work
 
-FactDecisions = dict[int, tuple[FactDecision, list[dict[str, Any]]]]
+FactDecisions = dict[int, tuple[FactDecision, list[StoredFact]]]
+
+
+class _EntityShown(TypedDict):
+    """An existing entity as the prompt lists it."""
+
+    index: int
+    name: str
+    type: str
+    summary: str
+
+
+class EntityCheck(TypedDict):
+    """An ambiguous entity with the existing entities it may be."""
+
+    index: int
+    name: str
+    type: str
+    summary: str
+    candidates: list[_EntityShown]
+
+
+class _FactShown(TypedDict):
+    """An existing fact as the prompt lists it."""
+
+    index: int
+    fact: str
+    valid_at: str
+    invalid_at: str | None
+
+
+class FactCheck(TypedDict):
+    """A new fact with the existing facts it may repeat or contradict."""
+
+    index: int
+    fact: str
+    valid_at: str
+    existing: list[_FactShown]
 
 
 async def decide(
     ctx: Context,
     work: Work,
-    fact_checks: list[tuple[FactDraft, list[dict[str, Any]]]],
+    fact_checks: list[tuple[FactDraft, list[StoredFact]]],
 ) -> tuple[bool, FactDecisions]:
     """Returns (whether any entity changed record, decisions per fact index)."""
     ambiguous = [d for d in work.entities if d.candidates]
@@ -36,13 +75,17 @@ async def decide(
             task=prompt.TASK,
             schema=Resolution,
             system=prompt.SYSTEM,
-            user=prompt.user_prompt(_entity_payload(ambiguous), _fact_payload(fact_checks)),
+            # The prompt takes plain dicts.
+            user=prompt.user_prompt(
+                [dict(check) for check in _entity_payload(ambiguous)],
+                [dict(check) for check in _fact_payload(fact_checks)],
+            ),
         )
     changed = _apply_entities(ctx, ambiguous, answer)
     return changed, _fact_decisions(work, fact_checks, answer)
 
 
-def _entity_payload(ambiguous: list[EntityDraft]) -> list[dict[str, Any]]:
+def _entity_payload(ambiguous: list[EntityDraft]) -> list[EntityCheck]:
     """Each ambiguous entity with the existing entities it may be, as the prompt lists
     them."""
     return [
@@ -66,8 +109,8 @@ def _entity_payload(ambiguous: list[EntityDraft]) -> list[dict[str, Any]]:
 
 
 def _fact_payload(
-    fact_checks: list[tuple[FactDraft, list[dict[str, Any]]]],
-) -> list[dict[str, Any]]:
+    fact_checks: list[tuple[FactDraft, list[StoredFact]]],
+) -> list[FactCheck]:
     """Each new fact with the existing facts it may repeat or contradict."""
     return [
         {
@@ -79,13 +122,17 @@ def _fact_payload(
                     "index": j,
                     "fact": e["fact"],
                     "valid_at": e["valid_at"].isoformat(),
-                    "invalid_at": e["invalid_at"].isoformat() if e.get("invalid_at") else None,
+                    "invalid_at": _iso(e.get("invalid_at")),
                 }
                 for j, e in enumerate(candidates)
             ],
         }
         for i, (draft, candidates) in enumerate(fact_checks)
     ]
+
+
+def _iso(moment: datetime | None) -> str | None:
+    return moment.isoformat() if moment else None
 
 
 def _apply_entities(ctx: Context, ambiguous: list[EntityDraft], answer: Resolution) -> bool:
@@ -107,7 +154,7 @@ def _apply_entities(ctx: Context, ambiguous: list[EntityDraft], answer: Resoluti
 
 def _fact_decisions(
     work: Work,
-    fact_checks: list[tuple[FactDraft, list[dict[str, Any]]]],
+    fact_checks: list[tuple[FactDraft, list[StoredFact]]],
     answer: Resolution,
 ) -> FactDecisions:
     """The answer's decision on each checked fact, by the fact's place in the episode."""

@@ -20,21 +20,41 @@ the same entity at once write the same record and the loser retries.
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import TypedDict, TypeVar
 
 from surrealdb.data.types.record_id import RecordID
 
 from kgapp.graph import queries
+from kgapp.graph.records import Entity
 from kgapp.graph.resolution import names
 from kgapp.graph.resolution.canonical import entity_key
 from kgapp.graph.resolution.facts import read_facts_ahead
-from kgapp.graph.resolution.model import AutoMerge, Context, EmbedNames, EntityDraft, Work
+from kgapp.graph.resolution.model import (
+    AutoMerge,
+    Candidate,
+    Context,
+    EmbedNames,
+    EntityDraft,
+    Work,
+)
 from kgapp.graph.resolution.vectors import entity_vectors
 
 ASK_FROM = 0.70
 NEIGHBOURS = 10
 SPELLED_LIKE = 5
 MOST_CANDIDATES = 3
+
+R = TypeVar("R")
+
+
+class _Alias(TypedDict):
+    """A name in the alias table, with its entity (queries.ALIASES_BY_NAME)."""
+
+    name: str
+    entity_type: str
+    entity: RecordID
+    merged_into: RecordID | None
 
 
 def new_record(draft: EntityDraft) -> RecordID:
@@ -103,51 +123,62 @@ async def _resolve(
 
 async def _known_names(
     ctx: Context, canonicals: list[str], keys: list[str]
-) -> tuple[dict[str, list[dict[str, Any]]], ...]:
+) -> tuple[dict[str, list[Entity]], dict[str, list[_Alias]], dict[str, list[Entity]]]:
     """Entities by canonical name, aliases, and entities by match key: one round trip."""
     batch = queries.Batch()
     batch.add(queries.ENTITIES_BY_CANONICAL, names=canonicals)
     batch.add(queries.ALIASES_BY_NAME, names=canonicals)
     batch.add(queries.ENTITIES_BY_MATCH_KEY, keys=keys)
-    entities, aliases, keyed = await ctx.store.query(batch.sql, batch.params)
+    results = await ctx.store.query(batch.sql, batch.params)
+    entities: list[Entity] = results[0] or []
+    aliases: list[_Alias] = results[1] or []
+    keyed: list[Entity] = results[2] or []
     return (
-        _group(entities or [], "canonical_name"),
-        _group(aliases or [], "name"),
-        _group(keyed or [], "match_key"),
+        _group(entities, lambda r: r["canonical_name"]),
+        _group(aliases, lambda r: r["name"]),
+        _group(keyed, lambda r: r["match_key"] or ""),  # read by key: never without one
     )
 
 
-def _group(rows: list[dict[str, Any]], key: str) -> dict[str, list[dict[str, Any]]]:
-    grouped: dict[str, list[dict[str, Any]]] = {}
+def _group(rows: Iterable[R], key: Callable[[R], str]) -> dict[str, list[R]]:
+    grouped: dict[str, list[R]] = {}
     for row in rows:
-        grouped.setdefault(row[key], []).append(row)
+        grouped.setdefault(key(row), []).append(row)
     return grouped
 
 
-def _exact(draft: EntityDraft, rows: list[dict[str, Any]]) -> RecordID | None:
+def _exact(draft: EntityDraft, rows: list[Entity]) -> RecordID | None:
     """The entity of the draft's canonical name, of any type. Where a name has several
     (written before one type per name, or split by a person): the same type, then a
     generic one on either side, then any, the same whatever order the store reads them."""
-    return _first_fitting(draft, sorted(rows, key=lambda r: str(r["id"])), "id")
+    ordered = sorted(rows, key=lambda r: str(r["id"]))
+    return _first_fitting(
+        draft, [(r["entity_type"], r.get("merged_into") or r["id"]) for r in ordered]
+    )
 
 
-def _alias(draft: EntityDraft, aliases: dict[str, list[dict[str, Any]]]) -> RecordID | None:
-    return _first_fitting(draft, aliases.get(draft.canonical, []), "entity")
+def _alias(draft: EntityDraft, aliases: dict[str, list[_Alias]]) -> RecordID | None:
+    rows = aliases.get(draft.canonical, [])
+    return _first_fitting(
+        draft, [(r["entity_type"], r.get("merged_into") or r["entity"]) for r in rows]
+    )
 
 
-def _first_fitting(draft: EntityDraft, rows: list[dict[str, Any]], field: str) -> RecordID | None:
+def _first_fitting(draft: EntityDraft, named: list[tuple[str, RecordID]]) -> RecordID | None:
+    """Of (type, the entity it names now), the first of the draft's type, else of a
+    compatible type, else the first."""
     for wanted in (
-        lambda r: r["entity_type"] == draft.entity_type,
-        lambda r: names.types_compatible(r["entity_type"], draft.entity_type),
-        lambda r: True,
+        lambda t: t == draft.entity_type,
+        lambda t: names.types_compatible(t, draft.entity_type),
+        lambda t: True,
     ):
-        for row in rows:
-            if wanted(row):
-                return row.get("merged_into") or row[field]
+        for entity_type, record in named:
+            if wanted(entity_type):
+                return record
     return None
 
 
-def _compatible(draft: EntityDraft, key: str, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _compatible(draft: EntityDraft, key: str, rows: list[Entity]) -> list[Entity]:
     """Distinct current entities among `rows` whose type fits the draft's, and whose
     name has `key` as resolution reads names now (a key stored before the rules
     changed, or before the entity's type did, is not evidence)."""
@@ -164,7 +195,7 @@ def _compatible(draft: EntityDraft, key: str, rows: list[dict[str, Any]]) -> lis
 def _merge_into(
     ctx: Context,
     draft: EntityDraft,
-    entity: dict[str, Any],
+    entity: Entity,
     evidence: names.Evidence,
     cosine: float | None,
 ) -> None:
@@ -228,9 +259,10 @@ async def _by_embedding(
                     ctx.counts["entities_new"] += 1
 
 
-def _judge(ctx: Context, draft: EntityDraft, neighbours: list[dict[str, Any]]) -> None:
-    """Merge on name evidence, or keep the neighbours worth asking about."""
-    proposed: dict[str, dict[str, Any]] = {}
+def _judge(ctx: Context, draft: EntityDraft, neighbours: list[Entity]) -> None:
+    """Merge on name evidence, or keep the neighbours worth asking about (`score`: the
+    cosine of their name vectors)."""
+    proposed: dict[str, Candidate] = {}
     for row in neighbours:
         cosine = float(row["score"])
         evidence = names.compare(draft.name, draft.entity_type, row["name"], row["entity_type"])
@@ -248,7 +280,7 @@ def _judge(ctx: Context, draft: EntityDraft, neighbours: list[dict[str, Any]]) -
     draft.candidates = list(proposed.values())[:MOST_CANDIDATES]
 
 
-async def _follow_merges(ctx: Context, candidates: list[dict[str, Any]]) -> set[str]:
+async def _follow_merges(ctx: Context, candidates: list[Entity]) -> set[str]:
     """A cached candidate may have been merged or retyped since: point it at the survivor
     with its type now (one round trip for all of them). Returns those deleted since
     they were cached."""
@@ -269,7 +301,7 @@ async def _follow_merges(ctx: Context, candidates: list[dict[str, Any]]) -> set[
     return gone
 
 
-def apply_entity_decision(ctx: Context, draft: EntityDraft, chosen: dict[str, Any] | None) -> None:
+def apply_entity_decision(ctx: Context, draft: EntityDraft, chosen: Candidate | None) -> None:
     """The batched LLM call's answer for an ambiguous draft."""
     if chosen is None:
         ctx.counts["entities_new"] += 1

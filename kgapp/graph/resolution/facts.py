@@ -15,12 +15,14 @@ fact the graph already holds.
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from datetime import datetime
+from typing import TypedDict
 
 from surrealdb.data.types.record_id import RecordID
 
 from kgapp.graph import queries
 from kgapp.graph.llm.prompts.resolve import FactDecision
+from kgapp.graph.records import JsonObject, Statement, StoredFact
 from kgapp.graph.resolution.model import Context, FactDraft, Work, new_key
 from kgapp.graph.time import holds_at
 
@@ -43,7 +45,7 @@ def _read_facts(batch: queries.Batch, sources: dict[str, RecordID]) -> None:
         batch.add(queries.FACTS_OF_SOURCE, source=source)
 
 
-async def _facts_of(ctx: Context, sources: dict[str, RecordID]) -> dict[str, list[dict[str, Any]]]:
+async def _facts_of(ctx: Context, sources: dict[str, RecordID]) -> dict[str, list[StoredFact]]:
     batch = queries.Batch()
     _read_facts(batch, sources)
     results = await ctx.store.query(batch.sql, batch.params)
@@ -69,10 +71,10 @@ def drop_facts_ahead(work: Work) -> None:
         ahead.cancel()
 
 
-async def existing_facts(ctx: Context, work: Work) -> tuple[list[dict[str, Any]], dict[str, str]]:
+async def existing_facts(ctx: Context, work: Work) -> tuple[list[StoredFact], dict[str, str]]:
     """The current facts of the episode's subjects (those read ahead, and the others),
     and the summaries of its entities that already exist, in one round trip."""
-    read: dict[str, list[dict[str, Any]]] = {}
+    read: dict[str, list[StoredFact]] = {}
     if work.facts_ahead is not None:
         ahead, work.facts_ahead = work.facts_ahead, None
         read = await ahead
@@ -91,8 +93,8 @@ async def existing_facts(ctx: Context, work: Work) -> tuple[list[dict[str, Any]]
 
 
 def llm_candidates(
-    ctx: Context, work: Work, existing: list[dict[str, Any]]
-) -> list[tuple[FactDraft, list[dict[str, Any]]]]:
+    ctx: Context, work: Work, existing: list[StoredFact]
+) -> list[tuple[FactDraft, list[StoredFact]]]:
     """Facts the rules cannot settle and the existing facts the model should compare."""
     checks = []
     for draft in work.facts:
@@ -113,8 +115,8 @@ def llm_candidates(
 def resolve_facts(
     ctx: Context,
     work: Work,
-    existing: list[dict[str, Any]],
-    decisions: dict[int, tuple[FactDecision, list[dict[str, Any]]]] | None = None,
+    existing: list[StoredFact],
+    decisions: dict[int, tuple[FactDecision, list[StoredFact]]] | None = None,
 ) -> None:
     with ctx.timings.measure("resolve_facts"):
         unique = _dedupe_within_episode(work.facts)
@@ -173,7 +175,7 @@ def _starts_before(draft: FactDraft, other: FactDraft) -> bool:
 
 def _dedupe_within_episode(facts: list[FactDraft]) -> list[tuple[int, FactDraft]]:
     """(original index, draft) of the first of each (subject, relation, object, start)."""
-    seen: dict[tuple[Any, ...], tuple[int, FactDraft]] = {}
+    seen: dict[tuple[str, str, str, datetime], tuple[int, FactDraft]] = {}
     for index, draft in enumerate(facts):
         key = (str(draft.source.record), draft.relation, str(draft.target.record), draft.valid_at)
         if key in seen:
@@ -184,7 +186,7 @@ def _dedupe_within_episode(facts: list[FactDraft]) -> list[tuple[int, FactDraft]
     return list(seen.values())
 
 
-def _repeats(existing: dict[str, Any], draft: FactDraft) -> bool:
+def _repeats(existing: StoredFact, draft: FactDraft) -> bool:
     return (
         existing["valid_at"] == draft.valid_at
         or holds_at(existing, draft.valid_at)
@@ -192,7 +194,7 @@ def _repeats(existing: dict[str, Any], draft: FactDraft) -> bool:
     )
 
 
-def _ends(existing: dict[str, Any], draft: FactDraft) -> bool:
+def _ends(existing: StoredFact, draft: FactDraft) -> bool:
     """The draft states when an open fact stopped holding, after it began."""
     return (
         draft.invalid_at is not None
@@ -201,7 +203,7 @@ def _ends(existing: dict[str, Any], draft: FactDraft) -> bool:
     )
 
 
-def _apply_single_valued(draft: FactDraft, rivals: list[dict[str, Any]]) -> None:
+def _apply_single_valued(draft: FactDraft, rivals: list[StoredFact]) -> None:
     for rival in rivals:
         if holds_at(rival, draft.valid_at):
             draft.contradicts.append(rival)
@@ -214,7 +216,7 @@ def _apply_single_valued(draft: FactDraft, rivals: list[dict[str, Any]]) -> None
 
 
 def _apply_decision(
-    ctx: Context, draft: FactDraft, decision: FactDecision, candidates: list[dict[str, Any]]
+    ctx: Context, draft: FactDraft, decision: FactDecision, candidates: list[StoredFact]
 ) -> None:
     if decision.duplicate_of is not None and 0 <= decision.duplicate_of < len(candidates):
         draft.duplicate_of = candidates[decision.duplicate_of]
@@ -229,32 +231,55 @@ def fact_record() -> RecordID:
     return RecordID("relates_to", "f" + new_key())
 
 
-_REVISED_FIELDS = (
-    "relation",
-    "edge_type",
-    "fact",
-    "fact_embedding",
-    "episodes",
-    "statements",
-    "confidence",
-    "valid_at",
-    "invalid_at",
-    "supersedes",
-    "attributes",
+# The fields of a revision (`in` is a Python keyword: named in the functional form): the
+# old fact's content as read (None where it had none), closed and learned anew.
+FactRevision = TypedDict(
+    "FactRevision",
+    {
+        "relation": str,
+        "edge_type": str | None,
+        "fact": str,
+        "fact_embedding": list[float] | None,
+        "episodes": list[RecordID] | None,
+        "statements": list[Statement] | None,
+        "confidence": float | None,
+        "valid_at": datetime,
+        "invalid_at": datetime,
+        "supersedes": RecordID | None,
+        "attributes": JsonObject | None,  # free-form, as the fact's source gave them
+        "id": RecordID,
+        "created_at": datetime,
+        "expired_at": None,
+        "revision_of": RecordID,
+        "superseded_by": RecordID,
+        "in": RecordID,
+        "out": RecordID,
+    },
 )
 
 
-def revision_row(old: dict[str, Any], *, ends_at: Any, by: RecordID, now: Any) -> dict[str, Any]:
+def revision_row(
+    old: StoredFact, *, ends_at: datetime, by: RecordID, now: datetime
+) -> FactRevision:
     """The old fact as now believed: same content, validity closed at `ends_at` by the
     fact `by`, learned `now`."""
-    row = {name: old.get(name) for name in _REVISED_FIELDS}
-    row.update(
-        id=fact_record(),
-        invalid_at=ends_at,
-        created_at=now,
-        expired_at=None,
-        revision_of=old["id"],
-        superseded_by=by,
-    )
-    row["in"], row["out"] = old["in"], old["out"]
-    return row
+    return {
+        "relation": old["relation"],
+        "edge_type": old.get("edge_type"),
+        "fact": old["fact"],
+        "fact_embedding": old.get("fact_embedding"),
+        "episodes": old.get("episodes"),
+        "statements": old.get("statements"),
+        "confidence": old.get("confidence"),
+        "valid_at": old["valid_at"],
+        "invalid_at": ends_at,
+        "supersedes": old.get("supersedes"),
+        "attributes": old.get("attributes"),
+        "id": fact_record(),
+        "created_at": now,
+        "expired_at": None,
+        "revision_of": old["id"],
+        "superseded_by": by,
+        "in": old["in"],
+        "out": old["out"],
+    }

@@ -16,11 +16,12 @@ from collections.abc import Awaitable, Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal, Protocol
+from typing import Literal, Protocol
 
 from surrealdb.data.types.record_id import RecordID
 
 from kgapp.graph.llm.client import LLMClient
+from kgapp.graph.records import Entity, StoredFact
 from kgapp.graph.store import TenantStore
 
 EdgeType = Literal["semantic", "temporal", "causal", "entity"]
@@ -29,6 +30,14 @@ EdgeType = Literal["semantic", "temporal", "causal", "entity"]
 def new_key() -> str:
     """A random record key: time-ordered prefix (ms), then randomness."""
     return f"{int(time.time() * 1000):012x}{secrets.token_hex(6)}"
+
+
+class Candidate(Entity):
+    """An existing entity that may be a draft's: its row as the cache of name vectors
+    holds it (resolution.vectors), with the cosine of their name vectors (`score`) and
+    what proposed it (`method`). Persist reads it by key, to write a review candidate."""
+
+    method: str
 
 
 @dataclass
@@ -46,7 +55,7 @@ class EntityDraft:
     alias: str | None = None
     # Existing entities that may be this one (embedding band or similar names), best
     # first, each with its `score` and the `method` that proposed it.
-    candidates: list[dict[str, Any]] = field(default_factory=list)
+    candidates: list[Candidate] = field(default_factory=list)
     # Set when this name was merged into an existing entity automatically: recorded
     # (and undoable) as an `auto_merge` audit entry.
     merge: AutoMerge | None = None
@@ -78,10 +87,10 @@ class FactDraft:
     embedding: list[float] | None = None
     record: RecordID | None = None
     # Resolution outcome: an existing fact this one repeats, and existing facts it ends.
-    duplicate_of: dict[str, Any] | None = None
-    contradicts: list[dict[str, Any]] = field(default_factory=list)
+    duplicate_of: StoredFact | None = None
+    contradicts: list[StoredFact] = field(default_factory=list)
     # When a newer fact already holds, this one ends where that one starts.
-    closed_by: dict[str, Any] | None = None
+    closed_by: StoredFact | None = None
 
 
 # Embeds the names it is given (and the episode's facts) into the context's name_vectors.
@@ -120,4 +129,4 @@ class Work(Protocol):
     def entities(self) -> list[EntityDraft]: ...
 
     facts: list[FactDraft]
-    facts_ahead: asyncio.Future[dict[str, list[dict[str, Any]]]] | None
+    facts_ahead: asyncio.Future[dict[str, list[StoredFact]]] | None

@@ -12,12 +12,13 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from datetime import datetime, timedelta
-from typing import Any
 
 import numpy as np
 from rapidfuzz import fuzz, process
+from surrealdb.data.types.record_id import RecordID
 
 from kgapp.graph import queries
+from kgapp.graph.records import Entity
 from kgapp.graph.resolution.names import match_key
 from kgapp.graph.store import TenantStore
 
@@ -29,7 +30,7 @@ CACHED_TENANTS = 16
 
 class EntityVectors:
     def __init__(self) -> None:
-        self._rows: dict[str, dict[str, Any]] = {}
+        self._rows: dict[str, Entity] = {}
         self._order: list[str] = []
         self._keys: list[str] = []  # match keys (names.match_key), aligned with _order
         self._matrix = np.zeros((0, 0), dtype=np.float32)
@@ -37,14 +38,15 @@ class EntityVectors:
         self._gone: set[str] = set()  # deleted since cached: never offered again
         # Rows read (merged or without a vector too) that were created within OVERLAP of
         # the newest: not read again.
-        self._recent: dict[str, tuple[Any, datetime]] = {}
+        self._recent: dict[str, tuple[RecordID, datetime]] = {}
 
     async def refresh(self, store: TenantStore) -> None:
+        rows: list[Entity]
         if self._since is None:
             rows = await store.query_one(queries.ENTITY_VECTORS_ALL) or []
         else:
             rows = await self._new_rows(store)
-        added = []
+        added: list[Entity] = []
         for row in rows:
             self._recent[str(row["id"])] = (row["id"], row["created_at"])
             if row.get("name_embedding") is None or row.get("merged_into") is not None:
@@ -63,7 +65,7 @@ class EntityVectors:
             self._order.extend(str(row["id"]) for row in added)
             self._keys.extend(match_key(row["name"], row["entity_type"]) for row in added)
 
-    async def _new_rows(self, store: TenantStore) -> list[dict[str, Any]]:
+    async def _new_rows(self, store: TenantStore) -> list[Entity]:
         assert self._since is not None
         since = self._since - OVERLAP
         params = {"since": since, "held": [record for record, _ in self._recent.values()]}
@@ -75,7 +77,7 @@ class EntityVectors:
 
     def nearest(
         self, vector: list[float], limit: int, *, spelled: str = "", spelled_limit: int = 0
-    ) -> list[dict[str, Any]]:
+    ) -> list[Entity]:
         """The closest entities by cosine (vectors are unit-normalised), best first; then
         up to `spelled_limit` more whose match key is spelled like `spelled` (a typo
         moves a name's vector far, not its spelling). `score` is the cosine."""

@@ -13,6 +13,8 @@ from kgapp.graph.retention.archive import (
 from kgapp.graph.retention.plan import RetentionPlan, retention_plan
 from kgapp.graph.retention.policy import MAX_DAYS, MIN_DAYS, PolicyInvalid, RetentionPolicy
 from kgapp.graph.retention.preview import (
+    HistoryEntry,
+    RetentionPreview,
     retention_history,
     retention_policy_audit,
     retention_preview,
@@ -24,9 +26,11 @@ __all__ = [
     "MIN_DAYS",
     "ArchiveFile",
     "ArchiveIncomplete",
+    "HistoryEntry",
     "PolicyInvalid",
     "RetentionPlan",
     "RetentionPolicy",
+    "RetentionPreview",
     "RetentionReport",
     "archive_dir",
     "archive_list",

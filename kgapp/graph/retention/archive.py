@@ -22,11 +22,12 @@ import secrets
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from kgapp.graph import queries
+from kgapp.graph.audit import RetentionPolicyFields
 from kgapp.graph.errors import GraphError, NotFound
-from kgapp.graph.records import to_json
+from kgapp.graph.records import JsonObject, to_json
 
 FORMAT = 1
 # Kinds of rows, in the order of queries.RETENTION_ROWS. `provenance`: a kept fact and the
@@ -56,6 +57,49 @@ class ArchiveIncomplete(GraphError):
     """An archive whose rows do not match its manifest, or that has no end line."""
 
 
+class Manifest(TypedDict):
+    """What a run's archive says of the run, first (with its format and counts)."""
+
+    namespace: str | None
+    created_at: datetime
+    actor: str
+    policy: RetentionPolicyFields
+    facts_ended_before: datetime | None
+    episodes_before: datetime | None
+
+
+class ManifestRead(TypedDict, total=False):
+    """An archive's first line as read back: JSON, moments as text."""
+
+    kind: str
+    format: int
+    namespace: str | None
+    created_at: str
+    actor: str
+    policy: RetentionPolicyFields
+    facts_ended_before: str | None
+    episodes_before: str | None
+    counts: dict[str, int]
+
+
+class ArchiveLine(TypedDict):
+    """One removed (or changed) row: its kind, one of KINDS, and the row."""
+
+    kind: str
+    row: JsonObject  # a record of any of the tables of KINDS, whole
+
+
+class _Head(Manifest):
+    kind: str
+    format: int
+    counts: dict[str, int]
+
+
+class _End(TypedDict):
+    kind: str
+    rows: int
+
+
 @dataclass(frozen=True)
 class ArchiveFile:
     name: str
@@ -68,21 +112,21 @@ def archive_dir(root: Path, namespace: str) -> Path:
 
 
 def archive_write(
-    directory: Path, manifest: dict[str, Any], rows: dict[str, list[Any]], *, now: datetime
+    directory: Path, manifest: Manifest, rows: dict[str, list[Any]], *, now: datetime
 ) -> Path:
     """Write the archive as `<name>.partial`, fsynced; `archive_commit` names it."""
     directory.mkdir(parents=True, exist_ok=True)
     name = f"retention-{now:%Y%m%dT%H%M%SZ}-{secrets.token_hex(4)}.jsonl.gz"
     partial = directory / f"{name}.partial"
     counts = {kind: len(rows.get(kind, [])) for kind in KINDS}
-    head = {"kind": "manifest", "format": FORMAT, **manifest, "counts": counts}
+    head: _Head = {"kind": "manifest", "format": FORMAT, **manifest, "counts": counts}
     with open(partial, "wb") as raw:
         with gzip.GzipFile(filename=name.removesuffix(".gz"), mode="wb", fileobj=raw) as out:
             out.write(_line(head))
             for kind in KINDS:
                 for row in rows.get(kind, []):
-                    out.write(_line({"kind": kind, "row": row}))
-            out.write(_line({"kind": "end", "rows": sum(counts.values())}))
+                    out.write(_line(ArchiveLine(kind=kind, row=row)))
+            out.write(_line(_End(kind="end", rows=sum(counts.values()))))
         raw.flush()
         os.fsync(raw.fileno())
     _sync_dir(directory)
@@ -97,9 +141,9 @@ def archive_commit(partial: Path) -> Path:
     return final
 
 
-def archive_read(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def archive_read(path: Path) -> tuple[ManifestRead, list[ArchiveLine]]:
     """(manifest, row lines) of a complete archive, or ArchiveIncomplete."""
-    lines: list[dict[str, Any]] = []
+    lines: list[Any] = []  # JSON, checked below
     try:
         with gzip.open(path, "rt", encoding="utf-8") as source:
             lines = [json.loads(text) for text in source]
@@ -135,7 +179,7 @@ def archive_path(directory: Path, name: str) -> Path:
     return directory / name
 
 
-def _line(value: dict[str, Any]) -> bytes:
+def _line(value: _Head | ArchiveLine | _End) -> bytes:
     text = json.dumps(to_json(value), ensure_ascii=False, sort_keys=True, default=str)
     return (text + "\n").encode()
 

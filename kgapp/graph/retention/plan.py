@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
 
 from surrealdb.data.types.record_id import RecordID
 
@@ -49,7 +48,7 @@ class RetentionPlan:
             "facts_unlinked": len(self.unlinked),
         }
 
-    def params(self) -> dict[str, Any]:
+    def params(self) -> dict[str, datetime | list[RecordID] | None]:
         """The plan as the query parameters of the archive and delete statements."""
         return {
             "facts_cutoff": self.facts_cutoff,

@@ -10,11 +10,12 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
 
+from kgapp.graph.audit import RetentionPolicyFields
 from kgapp.graph.errors import GraphError
+from kgapp.graph.records import JsonObject
 
 MODES = ("keep_all", "drop")
 MIN_DAYS = 1
@@ -53,11 +54,16 @@ class RetentionPolicy:
             return None, None
         return _before(now, self.facts_ended_days), _before(now, self.episodes_days)
 
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    def as_dict(self) -> RetentionPolicyFields:
+        return RetentionPolicyFields(
+            mode=self.mode,
+            facts_ended_days=self.facts_ended_days,
+            episodes_days=self.episodes_days,
+        )
 
+    # JSON as an import file gave it: any key may be missing (the policy checks the rest).
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> RetentionPolicy:
+    def from_dict(cls, data: JsonObject) -> RetentionPolicy:
         return cls(
             mode=data.get("mode") or "keep_all",
             facts_ended_days=data.get("facts_ended_days"),

@@ -15,8 +15,15 @@ from pathlib import Path
 from typing import Any
 
 from kgapp.graph import jobs, queries
-from kgapp.graph.records import record_key
-from kgapp.graph.retention.archive import KINDS, archive_commit, archive_dir, archive_write
+from kgapp.graph.audit import RetentionRunAfter, audit_written
+from kgapp.graph.records import JsonObject, record_key
+from kgapp.graph.retention.archive import (
+    KINDS,
+    Manifest,
+    archive_commit,
+    archive_dir,
+    archive_write,
+)
 from kgapp.graph.retention.plan import RetentionPlan, retention_plan
 from kgapp.graph.retention.policy import PolicyInvalid, RetentionPolicy
 from kgapp.graph.store import TenantStore
@@ -31,7 +38,7 @@ class RetentionReport(jobs.JobReport):
     audit: str | None = None
     removed: dict[str, int] = field(default_factory=dict)
 
-    def result(self) -> dict[str, Any]:
+    def result(self) -> JsonObject:  # jobs.JobReport.result: free-form JSON
         return {"archive": self.archive, "audit": self.audit, "removed": self.removed}
 
 
@@ -53,23 +60,28 @@ async def retention_apply(
     if not plan.empty:
         directory = archive_dir(archive_root, store.namespace or "")
         partial = archive_write(directory, _manifest(store, plan, actor), rows, now=plan.now)
-    after = {
-        "policy": policy.as_dict(),
-        **plan.cutoffs(),
-        "counts": plan.counts(),
-        "archive": partial.name.removesuffix(".partial") if partial else None,
-    }
+    after = RetentionRunAfter(
+        policy=policy.as_dict(),
+        facts_ended_before=plan.facts_cutoff,
+        episodes_before=plan.episodes_cutoff,
+        counts=plan.counts(),
+        archive=partial.name.removesuffix(".partial") if partial else None,
+    )
     try:
         results = await store.transaction(
             queries.RETENTION_APPLY,
-            {**plan.params(), "expected_rows": _checked_by_count(counts), "actor": actor,
-             "after": after},
+            {
+                **plan.params(),
+                "expected_rows": _checked_by_count(counts),
+                "actor": actor,
+                "after": after,
+            },
         )
     except BaseException:
         if partial is not None:
             partial.unlink(missing_ok=True)
         raise
-    audit = next(r for r in reversed(results) if isinstance(r, dict) and "action" in r)
+    audit = audit_written(results)
     final = archive_commit(partial) if partial is not None else None
     return RetentionReport(
         counts=plan.counts(),
@@ -102,11 +114,12 @@ async def _rows(store: TenantStore, plan: RetentionPlan) -> dict[str, list[Any]]
     return {kind: list(rows or []) for kind, rows in zip(KINDS, results, strict=True)}
 
 
-def _manifest(store: TenantStore, plan: RetentionPlan, actor: str) -> dict[str, Any]:
-    return {
-        "namespace": store.namespace,
-        "created_at": plan.now,
-        "actor": actor,
-        "policy": plan.policy.as_dict(),
-        **plan.cutoffs(),
-    }
+def _manifest(store: TenantStore, plan: RetentionPlan, actor: str) -> Manifest:
+    return Manifest(
+        namespace=store.namespace,
+        created_at=plan.now,
+        actor=actor,
+        policy=plan.policy.as_dict(),
+        facts_ended_before=plan.facts_cutoff,
+        episodes_before=plan.episodes_cutoff,
+    )

@@ -19,14 +19,13 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
 
 from surrealdb.data.types.record_id import RecordID
 
 from kgapp.graph.embeddings import Embedder
 from kgapp.graph.index import EntityIndex
 from kgapp.graph.records import Fact, record_key
-from kgapp.graph.search.model import SearchRequest
+from kgapp.graph.search.model import ActivatedEntity, SearchRequest
 from kgapp.graph.search.reads import entity_rows, facts_near_once, record_id
 from kgapp.graph.store import TenantStore
 from kgapp.graph.time import Moment
@@ -125,13 +124,21 @@ ACTIVATION = ActivationConfig()
 SEED_STRUCTURE = 0.3
 
 
+@dataclass(frozen=True, slots=True)
+class Activated:
+    """What spreading activation reached, best first."""
+
+    facts: list[Fact]
+    entities: list[ActivatedEntity]
+
+
 async def activation_search(
     store: TenantStore,
     index: EntityIndex,
     request: SearchRequest,
     embedder: Embedder,
     vector: list[float] | None,
-) -> dict[str, list[dict[str, Any]]]:
+) -> Activated:
     """Entities and facts reached by spreading activation from the query's seeds, best
     first (facts scored by the weaker end's activation times effective confidence)."""
     seeds, names = await activation_seeds(store, index, request, embedder, vector)
@@ -147,9 +154,10 @@ async def activation_search(
 
     levels = await spread(seeds, neighbours, ACTIVATION, datetime.now(UTC))
     entities = [
-        {"id": record_id(k), "name": names.get(k, ""), "activation": v} for k, v in levels.items()
+        ActivatedEntity(id=record_id(k), name=names.get(k, ""), activation=v)
+        for k, v in levels.items()
     ]
-    return {"facts": _reached(seen, levels), "entities": entities}
+    return Activated(facts=_reached(seen, levels), entities=entities)
 
 
 def _link(fact: Fact) -> Link:
@@ -162,7 +170,7 @@ def _link(fact: Fact) -> Link:
     )
 
 
-def _reached(seen: dict[str, Fact], levels: dict[str, float]) -> list[dict[str, Any]]:
+def _reached(seen: dict[str, Fact], levels: dict[str, float]) -> list[Fact]:
     """The facts with both ends active, by the weaker end's activation times the fact's
     effective confidence, best first."""
     scored = []
@@ -174,7 +182,7 @@ def _reached(seen: dict[str, Fact], levels: dict[str, float]) -> list[dict[str, 
             float(fact["confidence"]), float(fact.get("retrieval_count") or 0)
         )
         scored.append((min(e for e in ends if e is not None) * weight, key))
-    return [dict(seen[key]) for _, key in sorted(scored, key=lambda item: (-item[0], item[1]))]
+    return [seen[key].copy() for _, key in sorted(scored, key=lambda item: (-item[0], item[1]))]
 
 
 async def activation_seeds(

@@ -12,15 +12,21 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Any
+from typing import TypeVar
+
+from surrealdb.data.types.record_id import RecordID
 
 from kgapp.graph import queries
 from kgapp.graph.embeddings import Embedder
 from kgapp.graph.llm.client import LLMClient
 from kgapp.graph.llm.prompts import query as prompt
-from kgapp.graph.records import record_key
+from kgapp.graph.records import DocumentName, Entity, Fact, as_entity, record_key
+from kgapp.graph.search.passages import Chunk
 from kgapp.graph.search.query import QueryRequest, query
 from kgapp.graph.store import TenantStore
+
+# A row read by its id: an entity, or a document's names.
+Named = TypeVar("Named", Entity, DocumentName)
 
 
 @dataclass(frozen=True)
@@ -83,14 +89,15 @@ async def ask_sources(
     result = await query(store, replace(request, answer=False), embedder, llm)
     ends = [end for fact in result.facts for end in (fact["source"], fact["target"])]
     entity_ids = _distinct([e["id"] for e in result.entities] + ends)
-    document_ids = _distinct(c["document"] for c in result.chunks if c.get("document"))
+    document_ids = _distinct(d for c in result.chunks if (d := c.get("document")))
     entities, documents = await store.query(
         queries.SOURCE_NAMES, {"entities": entity_ids, "documents": document_ids}
     )
+    entity_rows = [as_entity(row) for row in entities or []]
     sources = Sources(
         passages=tuple(_passage(chunk, _by_key(documents)) for chunk in result.chunks),
         facts=tuple(_fact(fact) for fact in result.facts),
-        entities=_entities(entity_ids, _by_key(entities)),
+        entities=_entities(entity_ids, _by_key(entity_rows)),
     )
     return Retrieved(request.question, sources, result.context_text)
 
@@ -104,8 +111,9 @@ def answer_text(llm: LLMClient, retrieved: Retrieved) -> AsyncIterator[str]:
     )
 
 
-def _passage(chunk: dict[str, Any], documents: dict[str, dict[str, Any]]) -> PassageSource:
-    document = documents.get(record_key(chunk["document"])) if chunk.get("document") else None
+def _passage(chunk: Chunk, documents: dict[str, DocumentName]) -> PassageSource:
+    document_id = chunk.get("document")
+    document = documents.get(record_key(document_id)) if document_id else None
     return PassageSource(
         ref=chunk["ref"],
         episode=record_key(chunk["id"]),
@@ -116,7 +124,7 @@ def _passage(chunk: dict[str, Any], documents: dict[str, dict[str, Any]]) -> Pas
     )
 
 
-def _fact(fact: dict[str, Any]) -> FactSource:
+def _fact(fact: Fact) -> FactSource:
     return FactSource(
         id=record_key(fact["id"]),
         fact=fact["fact"],
@@ -130,7 +138,7 @@ def _fact(fact: dict[str, Any]) -> FactSource:
     )
 
 
-def _entities(ids: list[Any], found: dict[str, dict[str, Any]]) -> tuple[EntitySource, ...]:
+def _entities(ids: list[RecordID], found: dict[str, Entity]) -> tuple[EntitySource, ...]:
     """The entities in the order given; one deleted since the context was read is left
     out."""
     rows = [found[key] for key in map(record_key, ids) if key in found]
@@ -140,13 +148,13 @@ def _entities(ids: list[Any], found: dict[str, dict[str, Any]]) -> tuple[EntityS
     )
 
 
-def _distinct(ids: Iterable[Any]) -> list[Any]:
+def _distinct(ids: Iterable[RecordID]) -> list[RecordID]:
     """Record ids once each, in order of appearance."""
-    seen: dict[str, Any] = {}
+    seen: dict[str, RecordID] = {}
     for record in ids:
         seen.setdefault(record_key(record), record)
     return list(seen.values())
 
 
-def _by_key(rows: list[dict[str, Any]] | None) -> dict[str, dict[str, Any]]:
+def _by_key(rows: list[Named] | None) -> dict[str, Named]:
     return {record_key(row["id"]): row for row in rows or []}

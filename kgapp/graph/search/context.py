@@ -6,15 +6,18 @@ which take whatever budget the other two leave."""
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import TypeVar
 
 from kgapp.graph.chunking import count_tokens, split_sentences
 from kgapp.graph.index.analysis import bm25, terms
-from kgapp.graph.records import record_key
-from kgapp.graph.search.passages import SOURCES, Passages, best_first, day
+from kgapp.graph.records import Fact, record_key
+from kgapp.graph.search.model import FoundEntity
+from kgapp.graph.search.passages import SOURCES, Chunk, Passages, best_first, day
+
+T = TypeVar("T")
 
 # Words that ask rather than say: not keywords (query.py), not what a text must match.
 STOP_WORDS = {
@@ -73,20 +76,20 @@ _STOP_TERMS = frozenset(t for word in STOP_WORDS for t in terms(word))
 INFORMATIVE_SHARE = 0.25
 
 
-@dataclass
+@dataclass(frozen=True, slots=True)
 class Context:
     """The context's text, and what it holds."""
 
-    entities: list[dict[str, Any]]  # those with a line in the text
-    facts: list[dict[str, Any]]  # those with a line in the text
+    entities: list[FoundEntity]  # those with a line in the text
+    facts: list[Fact]  # those with a line in the text
     text: str
-    chunks: list[dict[str, Any]]  # the episodes quoted, each with its excerpts
+    chunks: list[Chunk]  # the episodes quoted, each with its excerpts
 
 
 def build_context(
     question: str,
-    entities: list[dict[str, Any]],
-    facts: list[dict[str, Any]],
+    entities: list[FoundEntity],
+    facts: list[Fact],
     passages: Passages | None,
     *,
     entity_tokens: int,
@@ -115,7 +118,7 @@ def _sections(
     facts: list[str],
     passages: Passages | None,
     budget: int,
-) -> tuple[str, list[dict[str, Any]]]:
+) -> tuple[str, list[Chunk]]:
     """The sections in order, cut at the first line that would take the whole past
     `budget` tokens; a section with no line (none found, or none fitting) is left out,
     header included. Sources come last and take what the others left: the excerpts that
@@ -136,7 +139,7 @@ def _sections(
             left -= sum(map(count_tokens, block[:kept]))
         if kept < len(block):
             return "\n\n".join(blocks), []
-    chunks: list[dict[str, Any]] = []
+    chunks: list[Chunk] = []
     if passages is not None:
         lines, chunks = passages.excerpts(left - count_tokens(SOURCES))
         if lines:
@@ -145,9 +148,7 @@ def _sections(
     return "\n\n".join(blocks), chunks
 
 
-def _within(
-    items: list[dict[str, Any]], budget: int, line: Callable[[dict[str, Any]], str]
-) -> tuple[list[dict[str, Any]], list[str]]:
+def _within(items: list[T], budget: int, line: Callable[[T], str]) -> tuple[list[T], list[str]]:
     """The leading items whose lines fit in `budget` tokens, and their lines."""
     lines = [line(item) for item in items]
     kept = _fitting(lines, budget)
@@ -188,7 +189,7 @@ def _content_terms(question: str) -> list[str]:
 
 
 def entity_summaries(
-    entities: list[dict[str, Any]], question: str = "", said: frozenset[str] = frozenset()
+    entities: Sequence[FoundEntity], question: str = "", said: frozenset[str] = frozenset()
 ) -> dict[str, str]:
     """By entity key, what its summary says: each sentence once and none that the facts
     section says (`said`); with a question, only the sentences that bear on it, weighed
@@ -212,7 +213,7 @@ def entity_summaries(
     return {key: " ".join(sentence for _, sentence in pairs) for key, pairs in own.items()}
 
 
-def entity_line(entity: dict[str, Any], summary: str) -> str:
+def entity_line(entity: FoundEntity, summary: str) -> str:
     """`- name (type): summary`."""
     return f"- {entity.get('name', '')} ({entity.get('entity_type', 'Entity')}): {summary}".rstrip(
         ": "
@@ -224,15 +225,17 @@ def statement(text: str) -> str:
     return " ".join(terms(text))
 
 
-def _fact_line(fact: dict[str, Any]) -> str:
-    since = day(fact["valid_at"])
-    if fact.get("invalid_at"):
-        return f"- {fact['fact']} [{since} to {day(fact['invalid_at'])}]"
-    return f"- {fact['fact']} [since {since}]"
+def _fact_line(fact: Fact) -> str:
+    return _validity_line(fact["fact"], fact["valid_at"], fact.get("invalid_at"))
+
+
+def _validity_line(text: str, valid_at: datetime, invalid_at: datetime | None) -> str:
+    since = day(valid_at)
+    if invalid_at:
+        return f"- {text} [{since} to {day(invalid_at)}]"
+    return f"- {text} [since {since}]"
 
 
 # The tokens of a fact line beyond the fact's own words (the fewest: still valid, and a
 # month name short enough to count as one token).
-LINE_OVERHEAD = count_tokens(
-    _fact_line({"fact": "", "valid_at": datetime(2024, 5, 1, tzinfo=UTC), "invalid_at": None})
-)
+LINE_OVERHEAD = count_tokens(_validity_line("", datetime(2024, 5, 1, tzinfo=UTC), None))

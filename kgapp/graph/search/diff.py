@@ -21,9 +21,9 @@ import csv
 import io
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
 
 from kgapp.graph import queries
 from kgapp.graph.records import Fact, as_fact, record_key, to_json
@@ -66,18 +66,30 @@ class FactChange:
     fields: tuple[str, ...]
 
 
-@dataclass
+class DiffTotals(TypedDict):
+    """How many facts of each kind differ, listed or not."""
+
+    added: int
+    ended: int
+    changed: int
+
+
+@dataclass(frozen=True, slots=True)
 class DiffResult:
     request: DiffRequest
-    added: list[Fact] = field(default_factory=list)
-    ended: list[Fact] = field(default_factory=list)
-    changed: list[FactChange] = field(default_factory=list)
-    totals: dict[str, int] = field(default_factory=dict)
+    added: list[Fact]
+    ended: list[Fact]
+    changed: list[FactChange]
+    totals: DiffTotals
 
     @property
     def truncated(self) -> bool:
-        shown = {"added": len(self.added), "ended": len(self.ended), "changed": len(self.changed)}
-        return any(count < self.totals[kind] for kind, count in shown.items())
+        totals = self.totals
+        return (
+            len(self.added) < totals["added"]
+            or len(self.ended) < totals["ended"]
+            or len(self.changed) < totals["changed"]
+        )
 
 
 async def graph_diff(store: TenantStore, request: DiffRequest) -> DiffResult:

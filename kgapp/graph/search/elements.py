@@ -4,16 +4,72 @@ community, edges with their timestamps)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from datetime import datetime
+from typing import Any, TypedDict
 
 from surrealdb.data.types.record_id import RecordID
 
 from kgapp.graph import queries
-from kgapp.graph.records import Fact, as_fact, found, record_key
+from kgapp.graph.records import Entity, Fact, as_entity, as_fact, found, record_key
 from kgapp.graph.search.reads import record_id
 from kgapp.graph.search.salience import Standing, most_salient
 from kgapp.graph.store import TenantStore
 from kgapp.graph.time import Moment
+
+
+class NodeData(TypedDict):
+    """An entity as a node: its standing (salience.py) and its current community."""
+
+    id: str
+    label: str
+    type: str
+    degree: int
+    mentions: int
+    named: bool
+    pinned: bool
+    salience: float
+    summary: str
+    created_at: datetime | None
+    community: str | None
+
+
+class EdgeData(TypedDict, total=False):
+    """A fact as an edge: the fact's fields as read (records.Fact, kept in step with it),
+    its id and ends as text."""
+
+    id: str
+    source: str
+    target: str
+    relation: str
+    edge_type: str
+    fact: str
+    confidence: float
+    valid_at: datetime
+    created_at: datetime
+    episodes: list[RecordID]
+    invalid_at: datetime | None
+    expired_at: datetime | None
+    supersedes: RecordID | None
+    superseded_by: RecordID | None
+    revision_of: RecordID | None
+    source_name: str
+    target_name: str
+    retrieval_count: float
+
+
+class Node(TypedDict):
+    data: NodeData
+
+
+class Edge(TypedDict):
+    data: EdgeData
+
+
+class Elements(TypedDict):
+    """Cytoscape elements."""
+
+    nodes: list[Node]
+    edges: list[Edge]
 
 
 async def graph_elements(
@@ -24,7 +80,7 @@ async def graph_elements(
     limit: int,
     moment: Moment | None,
     depth: int = 2,
-) -> dict[str, list[dict[str, Any]]]:
+) -> Elements:
     """A bounded subgraph as Cytoscape elements: around `seed` (`depth` hops), or the most
     salient entities (salience.py). Without a moment every fact comes with its four timestamps (the
     explorer filters in time itself); with one, only the facts visible then."""
@@ -47,13 +103,15 @@ async def graph_elements(
 
 async def _around(
     store: TenantStore, seed: RecordID, *, limit: int, moment: Moment | None, depth: int
-) -> tuple[dict[str, dict[str, Any]], list[Fact]]:
+) -> tuple[dict[str, Entity], list[Fact]]:
     """The seed, and the facts within `depth` hops of it, `limit` * 4 at most (history
     included; only those visible at `moment`, when given). Each hop reads the facts of
     the entities it reached through the index of their ends (`_all_facts`, a fair share
     each): a hub's thousands of facts cost no more than its share, and `IN` a list of
     entities would scan the whole table (docs/surrealdb-notes.md)."""
-    start = found(await store.query_one(queries.GRAPH_ENTITY, {"id": seed}), "entity", seed)
+    start = as_entity(
+        found(await store.query_one(queries.GRAPH_ENTITY, {"id": seed}), "entity", seed)
+    )
     nodes = {record_key(seed): start}
     facts: dict[str, Fact] = {}
     frontier, reached = [seed], {record_key(seed)}
@@ -76,7 +134,7 @@ async def _around(
 
 async def _most_salient(
     store: TenantStore, entity_types: Sequence[str], *, limit: int, moment: Moment | None
-) -> tuple[dict[str, dict[str, Any]], list[Fact]]:
+) -> tuple[dict[str, Entity], list[Fact]]:
     """The `limit` most salient entities (of `entity_types`, when given: see salience.py)
     and their facts (those visible at `moment`, when given)."""
     entities, counts = await store.query(
@@ -90,14 +148,14 @@ async def _most_salient(
     facts = await _all_facts(store, chosen, limit * 4)
     if moment is not None:
         facts = [f for f in facts if moment.shows(f)]
-    nodes: dict[str, dict[str, Any]] = {}
+    nodes: dict[str, Entity] = {}
     await _read_ends(store, nodes, facts, first=chosen)
     return nodes, facts
 
 
 async def _read_ends(
     store: TenantStore,
-    nodes: dict[str, dict[str, Any]],
+    nodes: dict[str, Entity],
     facts: list[Fact],
     first: Sequence[RecordID] = (),
 ) -> None:
@@ -109,10 +167,10 @@ async def _read_ends(
     rows = await store.query_one(queries.GRAPH_ENTITIES, {"ids": missing}) if missing else []
     for row in rows or []:
         if row:
-            nodes[record_key(row["id"])] = row
+            nodes[record_key(row["id"])] = as_entity(row)
 
 
-def _node(key: str, node: dict[str, Any], community: str | None) -> dict[str, Any]:
+def _node(key: str, node: Entity, community: str | None) -> Node:
     standing = Standing.of(node)
     return {
         "data": {
@@ -131,7 +189,7 @@ def _node(key: str, node: dict[str, Any], community: str | None) -> dict[str, An
     }
 
 
-def _edge(fact: Fact) -> dict[str, Any]:
+def _edge(fact: Fact) -> Edge:
     return {
         "data": {
             **fact,
@@ -156,7 +214,7 @@ async def _communities_of(store: TenantStore, keys: list[str]) -> dict[str, str]
     return found
 
 
-async def _all_facts(store: TenantStore, entities: list[Any], limit: int) -> list[Fact]:
+async def _all_facts(store: TenantStore, entities: list[RecordID], limit: int) -> list[Fact]:
     """Every fact out of or into the entities, history included, once each: the facts
     out of them in record order, then those into them, `limit` at most. Each entity's
     facts are read through the index of its end, a fair share (`limit` / entities) each

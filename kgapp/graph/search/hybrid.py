@@ -9,24 +9,39 @@ Every fact read goes through the bi-temporal filter: valid at `as_of`, as known 
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from collections.abc import Sequence
 
 from kgapp.graph import queries
 from kgapp.graph.embeddings import Embedder
 from kgapp.graph.index import EntityIndex, FactIndex
 from kgapp.graph.llm.client import LLMClient
-from kgapp.graph.records import record_key
+from kgapp.graph.records import Community, Episode, Fact, as_community, as_episode, record_key
 from kgapp.graph.search import rerank
-from kgapp.graph.search.activation import activation_search
-from kgapp.graph.search.model import Hit, RerankerUnavailable, SearchRequest, SearchResults
-from kgapp.graph.search.ranking import STUB, cross_encode, rank
+from kgapp.graph.search.activation import Activated, activation_search
+from kgapp.graph.search.model import (
+    ActivatedEntity,
+    FoundEntity,
+    Hit,
+    RerankerUnavailable,
+    SearchRequest,
+    SearchResults,
+)
+from kgapp.graph.search.ranking import (
+    ENTITIES,
+    FACTS,
+    Stub,
+    cross_encode,
+    entity_passage,
+    episode_passage,
+    fact_passage,
+    rank,
+)
 from kgapp.graph.search.reads import (
     Indexes,
     current_facts,
     entity_rows,
     fact_endpoints,
     facts_near,
-    record_id,
 )
 from kgapp.graph.search.retrieval_counts import count_retrievals
 from kgapp.graph.store import TenantStore
@@ -48,30 +63,32 @@ async def search(
     vector_scopes = {"facts", "entities", "episodes"} & set(request.scopes)
     if vector_scopes and ("cosine" in request.methods or request.reranker == "mmr"):
         vector = (await asyncio.to_thread(embedder.embed, [request.query]))[0]
-    results = SearchResults(vector=vector)
     indexes = indexes or Indexes(store)
     if "activation" in request.methods:
         activated = await activation_search(
             store, await indexes.entities(), request, embedder, vector
         )
     else:
-        activated = {"facts": [], "entities": []}
+        activated = Activated(facts=[], entities=[])
+    facts: list[Hit[Fact]] = []
+    entities: list[Hit[FoundEntity]] = []
+    episodes: list[Hit[Episode]] = []
+    communities: list[Hit[Community]] = []
     if "facts" in request.scopes:
-        facts = await indexes.facts()
-        results.facts = await _facts(store, facts, request, vector, activated["facts"])
+        facts = await _facts(store, await indexes.facts(), request, vector, activated.facts)
     if "entities" in request.scopes:
-        entities = await indexes.entities()
-        results.entities = await _entities(store, entities, request, vector, activated["entities"])
+        entity_index = await indexes.entities()
+        entities = await _entities(store, entity_index, request, vector, activated.entities)
     if "episodes" in request.scopes:
-        results.episodes = await _episodes(store, request, vector)
+        episodes = await _episodes(store, request, vector)
     if "communities" in request.scopes:
-        results.communities = await _communities(store, request)
+        communities = await _communities(store, request)
     if request.reranker == "cross_encoder" and llm is not None:
-        for kind in ("facts", "entities", "episodes"):
-            hits = getattr(results, kind)
-            setattr(results, kind, await cross_encode(llm, request, hits, kind))
-    await count_retrievals(store, results.facts)
-    return results
+        facts = await cross_encode(llm, request, facts, fact_passage)
+        entities = await cross_encode(llm, request, entities, entity_passage)
+        episodes = await cross_encode(llm, request, episodes, episode_passage)
+    await count_retrievals(store, facts)
+    return SearchResults(facts, entities, episodes, communities, vector=vector)
 
 
 async def _facts(
@@ -79,10 +96,10 @@ async def _facts(
     index: FactIndex,
     request: SearchRequest,
     vector: list[float] | None,
-    activated: list[dict[str, Any]],
-) -> list[Hit]:
+    activated: list[Fact],
+) -> list[Hit[Fact]]:
     pool = request.limit * 4
-    found: dict[str, list[dict[str, Any]]] = {}
+    found: dict[str, Sequence[Fact | Stub]] = {}
     ranked: dict[str, list[tuple[str, float]]] = {}
     if "bm25" in request.methods or ("cosine" in request.methods and vector is not None):
         moment = request.moment
@@ -92,20 +109,20 @@ async def _facts(
         if "cosine" in request.methods and vector is not None:
             ranked["cosine"] = index.cosine(vector, mask, pool)
         for method, hits in ranked.items():  # read back only as far as ranking needs
-            found[method] = [{"id": record_id(k), "score": score, STUB: True} for k, score in hits]
+            found[method] = [Stub(key, score) for key, score in hits]
     if "bfs" in request.methods and request.center_entity is not None:
         near = await facts_near(
             store, [request.center_entity], request.moment, depth=request.bfs_depth, limit=pool
         )
-        found["bfs"] = [dict(fact) for fact in near]
+        found["bfs"] = [fact.copy() for fact in near]
     if activated:
         found["activation"] = activated
 
-    async def current(keys: list[str]) -> dict[str, dict[str, Any]]:
+    async def current(keys: list[str]) -> dict[str, Fact]:
         rows = await current_facts(store, index, keys)
-        return {k: dict(row) for k, row in rows.items() if request.moment.shows(row)}
+        return {k: row.copy() for k, row in rows.items() if request.moment.shows(row)}
 
-    return await rank(store, request, found, vector, kind="facts", index=index, hydrate=current)
+    return await rank(store, request, found, vector, kind=FACTS, index=index, hydrate=current)
 
 
 async def _entities(
@@ -113,10 +130,10 @@ async def _entities(
     index: EntityIndex,
     request: SearchRequest,
     vector: list[float] | None,
-    activated: list[dict[str, Any]],
-) -> list[Hit]:
+    activated: list[ActivatedEntity],
+) -> list[Hit[FoundEntity]]:
     pool = request.limit * 4
-    found: dict[str, list[dict[str, Any]]] = {}
+    found: dict[str, Sequence[FoundEntity]] = {}
     if "bm25" in request.methods or ("cosine" in request.methods and vector is not None):
         mask = index.of_types(request.entity_types)
         if "bm25" in request.methods:
@@ -130,22 +147,23 @@ async def _entities(
         found["bfs"] = fact_endpoints(facts)
     if activated:
         found["activation"] = activated
-    return await rank(store, request, found, vector, kind="entities", index=index)
+    return await rank(store, request, found, vector, kind=ENTITIES, index=index)
 
 
 async def _episodes(
     store: TenantStore, request: SearchRequest, vector: list[float] | None
-) -> list[Hit]:
+) -> list[Hit[Episode]]:
     """By full text, and by meaning when the query's vector is given (the episodes whose
     units are embedded, schema/0011), the two lists fused by RRF; in one round trip."""
     batch = queries.Batch()
     batch.add(queries.EPISODES_BM25, query=request.query, limit=request.limit)
     if vector is not None:
         batch.add(queries.EPISODES_NEAREST, vector=vector, limit=request.limit)
-    found = [rows or [] for rows in await store.query(batch.sql, batch.params)]
+    read = await store.query(batch.sql, batch.params)
+    found = [[as_episode(r) for r in rows or []] for rows in read]
     if len(found) == 1:
         return [Hit(record_key(r["id"]), float(r.get("score") or 0), ["bm25"], r) for r in found[0]]
-    rows: dict[str, dict[str, Any]] = {}
+    rows: dict[str, Episode] = {}
     methods: dict[str, list[str]] = {}
     for method, listed in zip(("bm25", "cosine"), found, strict=True):
         for row in listed:
@@ -155,9 +173,10 @@ async def _episodes(
     return [Hit(key, score, methods[key], rows[key]) for key, score in fused[: request.limit]]
 
 
-async def _communities(store: TenantStore, request: SearchRequest) -> list[Hit]:
+async def _communities(store: TenantStore, request: SearchRequest) -> list[Hit[Community]]:
     """Current communities whose name or summary match (full text)."""
     rows = await store.query_one(
         queries.COMMUNITIES_BM25, {"query": request.query, "limit": request.limit}
     )
-    return [Hit(record_key(r["id"]), float(r.get("score") or 0), ["bm25"], r) for r in rows or []]
+    found = [as_community(r) for r in rows or []]
+    return [Hit(record_key(r["id"]), float(r.get("score") or 0), ["bm25"], r) for r in found]

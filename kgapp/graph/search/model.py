@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import Generic, TypedDict, TypeVar
 
 from surrealdb.data.types.record_id import RecordID
 
 from kgapp.graph.errors import GraphError
+from kgapp.graph.records import Community, Entity, Episode, Fact
 from kgapp.graph.time import Moment
+
+R = TypeVar("R")
 
 # The search vocabulary, defined here once: the core, the recipes, the API schemas and
 # the MCP tools all use these (a StrEnum member equals its string).
@@ -60,20 +63,41 @@ class SearchRequest:
     edge_types: tuple[str, ...] = ()
 
 
-@dataclass
-class Hit:
+class EntityEnd(TypedDict):
+    """An entity known by its id and name alone: an end of a fact, named as the fact's
+    row names it."""
+
+    id: RecordID
+    name: str
+
+
+class ActivatedEntity(EntityEnd):
+    """An entity that spreading activation reached, with its activation."""
+
+    activation: float
+
+
+# An entity as a search finds it: read in full (with its score), or named by a fact's
+# row (breadth first) or by spreading activation (ActivatedEntity).
+FoundEntity = Entity | EntityEnd
+
+
+@dataclass(frozen=True, slots=True)
+class Hit(Generic[R]):
+    """A record found, its key, its score and the methods that found it."""
+
     id: str
     score: float
     found_by: list[str]
-    record: dict[str, Any]
+    record: R
 
 
-@dataclass
+@dataclass(frozen=True, slots=True)
 class SearchResults:
-    facts: list[Hit] = field(default_factory=list)
-    entities: list[Hit] = field(default_factory=list)
-    episodes: list[Hit] = field(default_factory=list)
-    communities: list[Hit] = field(default_factory=list)
+    facts: list[Hit[Fact]] = field(default_factory=list)
+    entities: list[Hit[FoundEntity]] = field(default_factory=list)
+    episodes: list[Hit[Episode]] = field(default_factory=list)
+    communities: list[Hit[Community]] = field(default_factory=list)
     # The query's embedding, when a scope searched by meaning.
     vector: list[float] | None = None
 

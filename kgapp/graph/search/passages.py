@@ -8,13 +8,12 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
 
 import numpy as np
 
 from kgapp.graph.chunking import count_tokens, passage_units
 from kgapp.graph.index.analysis import bm25, terms
-from kgapp.graph.records import record_key
+from kgapp.graph.records import Episode, record_key
 from kgapp.graph.time import NamedDate, resolve_named
 
 SOURCES = "## Sources"
@@ -29,6 +28,14 @@ MIN_COSINE = 0.2
 NEIGHBOUR_SHARE = 0.5
 GAP = "  …"  # between excerpts of one episode that are not next to each other
 MIN_UNIT_TOKENS = 8  # below this much budget left, no unit would fit
+
+
+class Chunk(Episode):
+    """An episode the context quotes: its `ref` in the context ("S1") and the excerpts
+    quoted."""
+
+    ref: str
+    excerpts: list[str]
 
 
 @dataclass(frozen=True)
@@ -50,7 +57,7 @@ class Passages:
     def __init__(
         self,
         question: str,
-        episodes: list[dict[str, Any]],
+        episodes: list[Episode],
         vectors: dict[str, np.ndarray] | None = None,
         question_vector: list[float] | None = None,
         period: tuple[datetime, datetime] | None = None,
@@ -118,7 +125,7 @@ class Passages:
                 found[row] = by_episode[unit.episode][unit.index]
         return found
 
-    def excerpts(self, budget: int) -> tuple[list[str], list[dict[str, Any]]]:
+    def excerpts(self, budget: int) -> tuple[list[str], list[Chunk]]:
         """The lines of the best units that fit in `budget` tokens, grouped by episode
         (the episode of the best unit first, units in their own order, a gap marked
         between units that are not adjacent), and the episodes quoted, each with its
@@ -147,7 +154,7 @@ class Passages:
             chosen.setdefault(unit.episode, []).append(unit)
             used += cost
         lines: list[str] = []
-        chunks: list[dict[str, Any]] = []
+        chunks: list[Chunk] = []
         for label, (number, units) in enumerate(chosen.items(), start=1):
             units.sort(key=lambda u: u.position)
             lines.extend(self._lines(number, label, units))

@@ -19,20 +19,27 @@ passages.py.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import chain, zip_longest
-from typing import Any, Literal
+from typing import Literal, TypedDict, TypeVar
 
 from kgapp.graph import queries
 from kgapp.graph.embeddings import Embedder
 from kgapp.graph.index import unit_vectors
 from kgapp.graph.llm.client import LLMClient
 from kgapp.graph.llm.prompts import query as prompt
-from kgapp.graph.records import record_key
+from kgapp.graph.records import Episode, Fact, as_episode, record_key
 from kgapp.graph.search.context import LINE_OVERHEAD, STOP_WORDS, bearing, build_context
 from kgapp.graph.search.hybrid import search
-from kgapp.graph.search.model import Hit, Method, Scope, SearchRequest
-from kgapp.graph.search.passages import Passages
+from kgapp.graph.search.model import (
+    EntityEnd,
+    FoundEntity,
+    Method,
+    Scope,
+    SearchRequest,
+    SearchResults,
+)
+from kgapp.graph.search.passages import Chunk, Passages
 from kgapp.graph.search.reads import Indexes, fact_endpoints, facts_touching
 from kgapp.graph.store import TenantStore
 from kgapp.graph.time import Moment, stated_period
@@ -45,6 +52,8 @@ FACT_CANDIDATES = 4
 # Candidate episodes read per passage asked for (`top_k`): the excerpts are the best
 # units of all of them.
 CANDIDATES_PER_PASSAGE = 3
+# What is merged round-robin: facts, or entities.
+T = TypeVar("T", bound=Fact | EntityEnd)
 
 
 @dataclass(frozen=True)
@@ -59,12 +68,19 @@ class QueryRequest:
     answer: bool = False
 
 
-@dataclass
+class Keywords(TypedDict):
+    """The question's keywords: themes (high level) and names (low level)."""
+
+    high_level: list[str]
+    low_level: list[str]
+
+
+@dataclass(frozen=True)
 class QueryResult:
-    keywords: dict[str, list[str]]
-    entities: list[dict[str, Any]]
-    facts: list[dict[str, Any]]
-    chunks: list[dict[str, Any]]
+    keywords: Keywords
+    entities: list[FoundEntity]
+    facts: list[Fact]
+    chunks: list[Chunk]
     context_text: str
     answer: str | None = None
 
@@ -79,8 +95,8 @@ async def query(
     if request.answer and llm is None:
         raise AnswerUnavailable("answering needs a model: set OPENAI_BASE_URL or OPENAI_API_KEY")
     keywords = await _keywords(request.question, llm)
-    entities: list[dict[str, Any]] = []
-    facts: list[dict[str, Any]] = []
+    entities: list[FoundEntity] = []
+    facts: list[Fact] = []
     indexes = Indexes(store)
     if request.mode in ("local", "hybrid", "mix"):
         entities, facts = await _local(store, indexes, request, keywords["low_level"], embedder)
@@ -110,11 +126,11 @@ async def query(
             system=prompt.ANSWER_SYSTEM,
             user=prompt.answer_prompt(request.question, context.text),
         )
-        result.answer = answer.answer
+        result = replace(result, answer=answer.answer)
     return result
 
 
-async def _keywords(question: str, llm: LLMClient | None) -> dict[str, list[str]]:
+async def _keywords(question: str, llm: LLMClient | None) -> Keywords:
     if llm is not None:
         found = await llm.structured(
             task=prompt.KEYWORDS_TASK,
@@ -138,7 +154,7 @@ async def _keyword_search(
     words: list[str],
     scope: Scope,
     embedder: Embedder,
-) -> list[Hit]:
+) -> SearchResults:
     """Hybrid search of one scope by the keywords (the question when there are none)."""
     spec = SearchRequest(
         query=" ".join(words) or request.question,
@@ -146,7 +162,7 @@ async def _keyword_search(
         limit=request.top_k,
         moment=request.moment,
     )
-    return getattr(await search(store, spec, embedder, indexes=indexes), scope)
+    return await search(store, spec, embedder, indexes=indexes)
 
 
 async def _local(
@@ -155,9 +171,9 @@ async def _local(
     request: QueryRequest,
     words: list[str],
     embedder: Embedder,
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    hits = await _keyword_search(store, indexes, request, words, Scope.ENTITIES, embedder)
-    entities = [h.record for h in hits]
+) -> tuple[list[FoundEntity], list[Fact]]:
+    found = await _keyword_search(store, indexes, request, words, Scope.ENTITIES, embedder)
+    entities = [h.record for h in found.entities]
     # Read no more facts than FACT_CANDIDATES times the relation budget could hold (a
     # line costs at least its words plus the validity note); keep those that bear on the
     # question, best first.
@@ -171,7 +187,7 @@ async def _local(
         indexes=indexes,
     )
     bear = bearing(request.question, [f["fact"] for f in facts])
-    return entities, [dict(facts[i]) for i in bear]
+    return entities, [facts[i].copy() for i in bear]
 
 
 async def _global(
@@ -180,9 +196,9 @@ async def _global(
     request: QueryRequest,
     words: list[str],
     embedder: Embedder,
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    hits = await _keyword_search(store, indexes, request, words, Scope.FACTS, embedder)
-    facts = [h.record for h in hits]
+) -> tuple[list[Fact], list[EntityEnd]]:
+    found = await _keyword_search(store, indexes, request, words, Scope.FACTS, embedder)
+    facts = [h.record for h in found.facts]
     return facts, fact_endpoints(facts)
 
 
@@ -204,13 +220,13 @@ async def _passages(
         embedder,
         indexes=indexes,
     )
-    episodes = {h.id: h.record for h in found.episodes}
+    episodes: dict[str, Episode] = {h.id: h.record for h in found.episodes}
     period = stated_period(request.question)
     if period is not None:
         dated = await store.query_one(
             queries.EPISODES_IN_PERIOD, {"start": period[0], "end": period[1], "limit": limit}
         )
-        for row in dated or []:
+        for row in map(as_episode, dated or []):
             episodes.setdefault(record_key(row["id"]), row)
     vectors = (
         await unit_vectors(store, [e["id"] for e in episodes.values()])
@@ -220,8 +236,8 @@ async def _passages(
     return Passages(request.question, list(episodes.values()), vectors, found.vector, period)
 
 
-def _round_robin(first: list[dict[str, Any]], second: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    merged: dict[str, dict[str, Any]] = {}
+def _round_robin(first: list[T], second: list[T]) -> list[T]:
+    merged: dict[str, T] = {}
     for item in chain.from_iterable(zip_longest(first, second)):
         if item is not None:
             merged.setdefault(record_key(item["id"]), item)

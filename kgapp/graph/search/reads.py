@@ -9,8 +9,7 @@ as known at `known_at`; both default to now, which is "current only".
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 from surrealdb.data.types.record_id import RecordID
 
@@ -28,6 +27,7 @@ from kgapp.graph.records import (
     record_key,
 )
 from kgapp.graph.resolution.canonical import canonical_name
+from kgapp.graph.search.model import EntityEnd
 from kgapp.graph.store import TenantStore
 from kgapp.graph.time import Moment
 
@@ -69,14 +69,14 @@ async def current_facts(
     return {record_key(row["id"]): as_fact(dict(row)) for row in rows}
 
 
-async def entity_rows(store: TenantStore, hits: list[tuple[str, float]]) -> list[dict[str, Any]]:
+async def entity_rows(store: TenantStore, hits: list[tuple[str, float]]) -> list[Entity]:
     """The entities of index hits as the database has them now (id, name, entity_type,
     summary, degree) with their scores, in the hits' order; gone ones left out."""
     if not hits:
         return []
     ids = [record_id(key) for key, _ in hits]
     rows = await store.query_one(queries.ENTITY_HITS, {"ids": ids}) or []
-    current = {record_key(row["id"]): dict(row) for row in rows}
+    current = {record_key(row["id"]): as_entity(row) for row in rows}
     return [{**current[key], "score": score} for key, score in hits if key in current]
 
 
@@ -119,14 +119,14 @@ async def entity_episodes(
 
 async def entities_lookup(
     store: TenantStore, text: str, embedder: Embedder, *, limit: int
-) -> list[dict[str, Any]]:
+) -> list[Entity]:
     """Entities whose name starts with `text`; by name similarity when none does."""
     prefix = canonical_name(text)
     rows = await store.query_one(
         queries.ENTITIES_PREFIX, {"prefix": prefix, "prefix_end": prefix + "\uffff", "limit": limit}
     )
     if rows:
-        return list(rows)
+        return [as_entity(row) for row in rows]
     vector = (await asyncio.to_thread(embedder.embed, [text]))[0]
     index = await entity_index(store)
     hits = [hit for hit in index.cosine(vector, index.of_types(), limit) if hit[1] >= 0.5]
@@ -136,9 +136,9 @@ async def entities_lookup(
 # --- around entities ---------------------------------------------------------------
 
 
-def fact_endpoints(facts: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def fact_endpoints(facts: Sequence[Fact]) -> list[EntityEnd]:
     """The entities at either end of `facts`, once each, in order of appearance."""
-    ends: dict[str, dict[str, Any]] = {}
+    ends: dict[str, EntityEnd] = {}
     for fact in facts:
         for end, name in (
             (fact["source"], fact["source_name"]),

@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 
 from kgapp.graph import queries
 from kgapp.graph.errors import GraphError
+from kgapp.graph.records import Fact
 from kgapp.graph.rerun import lost_race, rerun_on_conflict
 from kgapp.graph.search.model import Hit
 from kgapp.graph.store import TenantStore
@@ -16,7 +17,7 @@ from kgapp.graph.store import TenantStore
 log = logging.getLogger(__name__)
 
 
-async def count_retrievals(store: TenantStore, facts: list[Hit]) -> None:
+async def count_retrievals(store: TenantStore, facts: list[Hit[Fact]]) -> None:
     """Link weight evolution: every fact search returns counts one retrieval. Searches
     that return the same facts at once (on two web servers, say) write the same counters:
     the one that loses the commit is sent again (rerun.py); one that loses every time is

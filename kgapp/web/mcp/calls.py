@@ -12,24 +12,15 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from asgiref.sync import sync_to_async
-from django.db import OperationalError as DatabaseBusy
 from django.http import HttpRequest
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent
 from pydantic import BaseModel, ValidationError
 
-from kgapp.graph.errors import (
-    GraphError,
-    GraphUnavailable,
-    InvalidRecordId,
-    NotFound,
-    UniqueViolation,
-    WriteConflict,
-)
-from kgapp.graph.search.model import RerankerUnavailable
+from kgapp.graph.errors import GraphError, InvalidRecordId, NotFound
+from kgapp.graph.records import JsonObject
 from kgapp.graph.store import TenantGraph
-from kgapp.tasks import QueueUnavailable
 from kgapp.web import ratelimits, refusals
 from kgapp.web.ratelimits import RateLimited
 from tenants.access import TenantAccess
@@ -104,7 +95,7 @@ def findings(error: ValidationError) -> str:
     )
 
 
-def answer(text: str, data: dict[str, Any]) -> CallToolResult:
+def answer(text: str, data: JsonObject) -> CallToolResult:  # data: the API's JSON
     """What a tool returns: short text a model reads, with ids for follow-up calls, and
     the same data as the REST API's JSON (structured content)."""
     return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=data)
@@ -127,23 +118,19 @@ def refusing(tool: Callable[..., Awaitable[R]]) -> Callable[..., Awaitable[R]]:
 
 
 def refusal(error: Exception) -> str:
-    """The tool error's message for a failure (the API's wording for the same one)."""
-    if isinstance(error, GraphUnavailable):
-        logger.warning("graph unavailable: %s", error)
-        return refusals.GRAPH_DOWN
-    if isinstance(error, DatabaseBusy):
-        logger.warning("database unavailable: %s", error)
-        return refusals.DATABASE_BUSY
-    if isinstance(error, UniqueViolation):
-        return refusals.CONCURRENT_CHANGE
-    if isinstance(error, RateLimited | QueueUnavailable | WriteConflict | TenantAccessError):
-        return str(error)
+    """The tool error's message for a failure (the API's wording for the same one,
+    refusals.REFUSALS)."""
     if isinstance(error, NotFound | InvalidRecordId):
         return f"{error}. Ids come from earlier results (search_facts, search_entities, ...)."
-    if isinstance(error, RerankerUnavailable):
-        return str(error)
     if isinstance(error, ValidationError):
         return findings(error)
+    known = refusals.refusal_for(error)
+    if known is not None:
+        if known.logged:
+            logger.warning("%s: %s", type(error).__name__, error)
+        return known.said(error)
+    if isinstance(error, RateLimited | TenantAccessError):
+        return str(error)
     reference = uuid.uuid4().hex[:12]
     if isinstance(error, GraphError):
         logger.error("graph error %s: %s", reference, error)

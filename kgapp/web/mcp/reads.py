@@ -8,7 +8,7 @@ route refuse the same values; the description after it is written for a model.""
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from mcp.server.mcpserver import Context
 from mcp.types import CallToolResult
@@ -29,6 +29,7 @@ from kgapp.web.schemas import (
     EpisodeFilter,
     Instant,
     QueryIn,
+    QueryOut,
     SearchIn,
     SearchOut,
     TimeIn,
@@ -82,7 +83,8 @@ async def search_facts(
         current_only=current_only and not (as_of or known_at), entity_types=entity_types,
         relations=relations, center_entity=center_entity, limit=limit,
     )
-    hits = SearchOut.of(await who.graph.arun(search_with_models, payload.request()))["facts"]
+    found = SearchOut.of(await who.graph.arun(search_with_models, payload.request()))
+    hits = found.model_dump(mode="json", exclude_unset=True)["facts"]
     title = f"Facts for {query!r}, {_moment(payload)}"
     said = text.lines(title, map(text.fact, hits), "none found; try other words or moments")
     return answer(said, {"facts": hits})
@@ -105,7 +107,8 @@ async def search_entities(
         SearchIn, query=query, recipe=recipe, entity_types=entity_types,
         center_entity=center_entity, limit=limit,
     )
-    hits = SearchOut.of(await who.graph.arun(search_with_models, payload.request()))["entities"]
+    found = SearchOut.of(await who.graph.arun(search_with_models, payload.request()))
+    hits = found.model_dump(mode="json", exclude_unset=True)["entities"]
     said = text.lines(f"Entities for {query!r}", map(text.entity, hits), "none found")
     return answer(said, {"entities": hits})
 
@@ -202,15 +205,15 @@ async def ask(
         max_entity_tokens=max_entity_tokens, max_relation_tokens=max_relation_tokens,
         max_total_tokens=max_total_tokens, answer=llm_model() is not None,
     )
-    result: dict[str, Any] = to_json(
-        vars(await who.graph.arun(query_with_models, payload.request()))
+    context = QueryOut.model_validate(
+        await who.graph.arun(query_with_models, payload.request())
     )
-    said = result["context_text"]
-    if result.get("answer"):
-        said = f"Answer: {result['answer']}\n\n{said}"
+    said = context.context_text
+    if context.answer:
+        said = f"Answer: {context.answer}\n\n{said}"
     elif not payload.answer:
         said = f"(No model is configured on the server: the context only.)\n\n{said}"
-    return answer(said, result)
+    return answer(said, context.model_dump(mode="json", exclude_unset=True))
 
 
 async def diff(
@@ -231,7 +234,8 @@ async def diff(
     validity), on one time axis. from_moment may be after to_moment (the diff runs back)."""
     who = caller(ctx)
     payload = parsed(DiffIn, **{"from": from_moment, "to": to_moment}, axis=axis, limit=limit)
-    result = to_json(DiffOut.of(await who.graph.arun(diffs.graph_diff, payload.request())))
+    found = DiffOut.of(await who.graph.arun(diffs.graph_diff, payload.request()))
+    result = found.model_dump(mode="json", by_alias=True, exclude_unset=True)
     said = [text.counts(f"Diff on the {axis} axis, {result['from']} to {result['to']}",
                         result["totals"])]
     said.append(text.lines("Added", map(text.fact, result["added"]), "none"))

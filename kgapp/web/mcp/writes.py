@@ -23,7 +23,7 @@ from kgapp.graph.records import parse_record_id, to_json
 from kgapp.graph.search import reads
 from kgapp.web.mcp import text
 from kgapp.web.mcp.calls import answer, caller, parsed
-from kgapp.web.schemas import EntityRefIn, EpisodeIn, EpisodeSource, FactIn, FactOut, Instant
+from kgapp.web.schemas import EntityRefIn, EpisodeIn, EpisodeSource, FactAddedOut, FactIn, Instant
 from tenants.models import Role
 from tenants.wiring import embedder
 
@@ -127,7 +127,9 @@ async def add_fact(
         )
     except ValueError as error:  # what the route answers with 422
         raise ToolError(str(error)) from error
-    row = to_json(FactOut.of(added.fact))
+    row = FactAddedOut.model_validate(added.fact).model_dump(
+        mode="json", by_alias=True, exclude_unset=True
+    )
     named = to_json(await who.graph.arun(reads.fact_get, parse_record_id(row["id"])))
     said = "Fact added:" if added.created else "The graph already held this fact:"
     return answer(f"{said}\n{text.fact(named)}", {"fact": row, "created": added.created})

@@ -4,7 +4,6 @@ streamed after them; `GET questions` lists what the caller asked before."""
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 from django.http import StreamingHttpResponse
 from ninja import Router
@@ -16,11 +15,11 @@ from kgapp.graph.search.query import QueryRequest
 from kgapp.web import ratelimits
 from kgapp.web.answer_lines import answer_lines
 from kgapp.web.auth import AuthenticatedHttpRequest
-from kgapp.web.routers.tenant import DENIED, LIMITED
+from kgapp.web.routers.shared import DENIED, LIMITED
 from kgapp.web.schemas import AskIn, ErrorOut, QuestionOut
 from tenants import selectors, services
 from tenants.access import tenant_access
-from tenants.models import Tenant
+from tenants.models import Question, Tenant
 from tenants.wiring import answer_client, ask_with_models, tenant_graph
 
 logger = logging.getLogger(__name__)
@@ -66,7 +65,7 @@ def ask(request: AuthenticatedHttpRequest, tenant: str, payload: AskIn) -> Strea
 
 
 @router.get("/t/{tenant}/questions", response={200: list[QuestionOut], **DENIED})
-def question_list(request: AuthenticatedHttpRequest, tenant: str) -> Any:
+def question_list(request: AuthenticatedHttpRequest, tenant: str) -> list[Question]:
     """The questions you asked in this tenant, newest first (the last 20): the Ask page's
     history. Nobody else's, and none of another tenant's."""
     access = tenant_access(request.user, tenant)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.http import HttpRequest, HttpResponse
 from ninja import Query, Router, Status
 from ninja.errors import HttpError
@@ -11,12 +9,12 @@ from ninja.errors import HttpError
 from kgapp import tasks
 from kgapp.graph import communities, drawing
 from kgapp.graph.curation import pins
-from kgapp.graph.records import parse_record_id, to_json
+from kgapp.graph.records import Community, Entity, Episode, Fact, parse_record_id
 from kgapp.graph.search import diff, elements, history, reads
-from kgapp.graph.search.query import AnswerUnavailable
-from kgapp.graph.time import Moment
+from kgapp.graph.search.elements import Elements
+from kgapp.graph.search.query import AnswerUnavailable, QueryResult
 from kgapp.web import ratelimits
-from kgapp.web.routers.tenant import DENIED, LIMITED
+from kgapp.web.routers.shared import DENIED, LIMITED, graph_in, queued
 from kgapp.web.schemas import (
     CommunitiesIn,
     CommunityDetailOut,
@@ -25,7 +23,7 @@ from kgapp.web.schemas import (
     DiffOut,
     EntityDetailOut,
     EntityEpisodesPage,
-    EntityOut,
+    EntityMatchOut,
     EpisodeOut,
     ErrorOut,
     FactView,
@@ -46,28 +44,25 @@ from kgapp.web.schemas import (
 )
 from tenants.access import tenant_access
 from tenants.models import Role
-from tenants.wiring import embedder, query_with_models, search_with_models, tenant_graph
+from tenants.wiring import embedder, query_with_models, search_with_models
 
 router = Router(tags=["retrieval"])
 
 
 @router.post("/t/{tenant}/search", response={200: SearchOut, 422: ErrorOut, **DENIED})
-def search(request: HttpRequest, tenant: str, payload: SearchIn) -> dict[str, Any]:
+def search(request: HttpRequest, tenant: str, payload: SearchIn) -> SearchOut:
     """Hybrid search (BM25, cosine, breadth-first from `center_entity`), fused by RRF or
     reranked by MMR, node distance or episode mentions; facts as of `as_of`/`known_at`."""
-    access = tenant_access(request.user, tenant)
-    spec = payload.request()
-    return SearchOut.of(tenant_graph(access.tenant).run(search_with_models, spec))
+    return SearchOut.of(graph_in(request, tenant).run(search_with_models, payload.request()))
 
 
-@router.get("/t/{tenant}/entities", response={200: list[EntityOut], **DENIED}, exclude_unset=True)
-def entity_lookup(request: HttpRequest, tenant: str, params: Query[Lookup]) -> Any:
+@router.get(
+    "/t/{tenant}/entities", response={200: list[EntityMatchOut], **DENIED}, exclude_unset=True
+)
+def entity_lookup(request: HttpRequest, tenant: str, params: Query[Lookup]) -> list[Entity]:
     """Entities whose name starts with `q`, or the closest names when none does."""
-    access = tenant_access(request.user, tenant)
-    return to_json(
-        tenant_graph(access.tenant).run(
-            reads.entities_lookup, params.q, embedder(), limit=params.limit
-        )
+    return graph_in(request, tenant).run(
+        reads.entities_lookup, params.q, embedder(), limit=params.limit
     )
 
 
@@ -76,11 +71,8 @@ def entity_lookup(request: HttpRequest, tenant: str, params: Query[Lookup]) -> A
     response={200: EntityDetailOut, 422: ErrorOut, **DENIED},
     exclude_unset=True,
 )
-def entity_detail(request: HttpRequest, tenant: str, entity_id: str) -> Any:
-    access = tenant_access(request.user, tenant)
-    return to_json(
-        tenant_graph(access.tenant).run(reads.entity_get, parse_record_id(entity_id, "entity"))
-    )
+def entity_detail(request: HttpRequest, tenant: str, entity_id: str) -> Entity:
+    return graph_in(request, tenant).run(reads.entity_get, parse_record_id(entity_id, "entity"))
 
 
 @router.post(
@@ -88,13 +80,10 @@ def entity_detail(request: HttpRequest, tenant: str, entity_id: str) -> Any:
     response={200: EntityDetailOut, 422: ErrorOut, **DENIED},
     tags=["curation"],
 )
-def entity_pin(request: HttpRequest, tenant: str, entity_id: str, payload: PinIn) -> Any:
+def entity_pin(request: HttpRequest, tenant: str, entity_id: str, payload: PinIn) -> Entity:
     """Pin an entity into the explorer's first view, or unpin it (curators)."""
-    access = tenant_access(request.user, tenant, Role.CURATOR)
-    return to_json(
-        tenant_graph(access.tenant).run(
-            pins.pin_entity, parse_record_id(entity_id, "entity"), payload.pinned
-        )
+    return graph_in(request, tenant, Role.CURATOR).run(
+        pins.pin_entity, parse_record_id(entity_id, "entity"), payload.pinned
     )
 
 
@@ -103,13 +92,12 @@ def entity_pin(request: HttpRequest, tenant: str, entity_id: str, payload: PinIn
     response={200: list[FactView], 422: ErrorOut, **DENIED},
     exclude_unset=True,
 )
-def entity_facts(request: HttpRequest, tenant: str, entity_id: str, time: Query[TimeIn]) -> Any:
+def entity_facts(
+    request: HttpRequest, tenant: str, entity_id: str, time: Query[TimeIn]
+) -> list[Fact]:
     """The entity's facts valid at `as_of` as known at `known_at` (default: current)."""
-    access = tenant_access(request.user, tenant)
-    return to_json(
-        tenant_graph(access.tenant).run(
-            reads.entity_facts, parse_record_id(entity_id, "entity"), time.moment()
-        )
+    return graph_in(request, tenant).run(
+        reads.entity_facts, parse_record_id(entity_id, "entity"), time.moment()
     )
 
 
@@ -120,16 +108,13 @@ def entity_facts(request: HttpRequest, tenant: str, entity_id: str, time: Query[
 )
 def entity_episodes(
     request: HttpRequest, tenant: str, entity_id: str, params: Query[EntityEpisodesPage]
-) -> Any:
+) -> list[Episode]:
     """The episodes that mention the entity, newest first: the source passages."""
-    access = tenant_access(request.user, tenant)
-    return to_json(
-        tenant_graph(access.tenant).run(
-            reads.entity_episodes,
-            parse_record_id(entity_id, "entity"),
-            limit=params.limit,
-            offset=params.offset,
-        )
+    return graph_in(request, tenant).run(
+        reads.entity_episodes,
+        parse_record_id(entity_id, "entity"),
+        limit=params.limit,
+        offset=params.offset,
     )
 
 
@@ -140,16 +125,13 @@ def entity_episodes(
 )
 def entity_neighbourhood(
     request: HttpRequest, tenant: str, entity_id: str, params: Query[Neighbourhood]
-) -> Any:
-    access = tenant_access(request.user, tenant)
-    return to_json(
-        tenant_graph(access.tenant).run(
-            reads.facts_near,
-            [parse_record_id(entity_id, "entity")],
-            params.moment(),
-            depth=params.depth,
-            limit=params.limit,
-        )
+) -> list[Fact]:
+    return graph_in(request, tenant).run(
+        reads.facts_near,
+        [parse_record_id(entity_id, "entity")],
+        params.moment(),
+        depth=params.depth,
+        limit=params.limit,
     )
 
 
@@ -158,11 +140,8 @@ def entity_neighbourhood(
     response={200: FactView, 422: ErrorOut, **DENIED},
     exclude_unset=True,
 )
-def fact_detail(request: HttpRequest, tenant: str, fact_id: str) -> Any:
-    access = tenant_access(request.user, tenant)
-    return to_json(
-        tenant_graph(access.tenant).run(reads.fact_get, parse_record_id(fact_id, "relates_to"))
-    )
+def fact_detail(request: HttpRequest, tenant: str, fact_id: str) -> Fact:
+    return graph_in(request, tenant).run(reads.fact_get, parse_record_id(fact_id, "relates_to"))
 
 
 @router.get(
@@ -170,36 +149,26 @@ def fact_detail(request: HttpRequest, tenant: str, fact_id: str) -> Any:
     response={200: list[FactView], 422: ErrorOut, **DENIED},
     exclude_unset=True,
 )
-def fact_history(request: HttpRequest, tenant: str, fact_id: str) -> Any:
+def fact_history(request: HttpRequest, tenant: str, fact_id: str) -> list[Fact]:
     """The supersession chain through the fact, oldest first (64 hops each way at most)."""
-    access = tenant_access(request.user, tenant)
-    return to_json(
-        tenant_graph(access.tenant).run(
-            history.fact_history, parse_record_id(fact_id, "relates_to")
-        )
+    return graph_in(request, tenant).run(
+        history.fact_history, parse_record_id(fact_id, "relates_to")
     )
 
 
 @router.get(
     "/t/{tenant}/graph", response={200: GraphOut, 422: ErrorOut, **DENIED}, exclude_unset=True
 )
-def graph(request: HttpRequest, tenant: str, params: Query[GraphIn]) -> Any:
+def graph(request: HttpRequest, tenant: str, params: Query[GraphIn]) -> Elements:
     """Cytoscape elements: around `seed`, or the most salient entities. Without
     `as_of`/`known_at`, facts come with their whole history and four timestamps."""
-    access = tenant_access(request.user, tenant)
-    seed = parse_record_id(params.seed, "entity") if params.seed else None
-    moment = None
-    if params.as_of or params.known_at:
-        moment = Moment.of(params.as_of, params.known_at)
-    return to_json(
-        tenant_graph(access.tenant).run(
-            elements.graph_elements,
-            seed=seed,
-            depth=params.depth,
-            entity_types=params.entity_types,
-            limit=params.limit,
-            moment=moment,
-        )
+    return graph_in(request, tenant).run(
+        elements.graph_elements,
+        seed=parse_record_id(params.seed, "entity") if params.seed else None,
+        depth=params.depth,
+        entity_types=params.entity_types,
+        limit=params.limit,
+        moment=params.moment(),
     )
 
 
@@ -208,13 +177,11 @@ def graph(request: HttpRequest, tenant: str, params: Query[GraphIn]) -> Any:
     response={200: DiffOut, 422: ErrorOut, **DENIED},
     by_alias=True,
 )
-def graph_diff(request: HttpRequest, tenant: str, params: Query[DiffIn]) -> Any:
+def graph_diff(request: HttpRequest, tenant: str, params: Query[DiffIn]) -> DiffOut:
     """What differs between two moments on one axis: facts added, ended and changed.
     `axis=valid`: true in the world at each moment, as known now; `axis=known`: what
     the graph believed at each moment, over all valid times."""
-    access = tenant_access(request.user, tenant)
-    result = tenant_graph(access.tenant).run(diff.graph_diff, params.request())
-    return DiffOut.of(result)
+    return DiffOut.of(graph_in(request, tenant).run(diff.graph_diff, params.request()))
 
 
 _CSV_ANSWER = {
@@ -231,20 +198,20 @@ _CSV_ANSWER = {
 def graph_diff_csv(request: HttpRequest, tenant: str, params: Query[DiffIn]) -> HttpResponse:
     """The same diff as a CSV download, one row per fact (spreadsheet formulas
     neutralised)."""
-    access = tenant_access(request.user, tenant)
-    result = tenant_graph(access.tenant).run(diff.graph_diff, params.request())
+    result = graph_in(request, tenant).run(diff.graph_diff, params.request())
     response = HttpResponse(diff.diff_csv(result), content_type="text/csv; charset=utf-8")
-    name = f"diff-{access.tenant.slug}-{params.axis}.csv"
+    name = f"diff-{tenant}-{params.axis}.csv"
     response["Content-Disposition"] = f'attachment; filename="{name}"'
     return response
 
 
 @router.post("/t/{tenant}/layout", response={200: LayoutOut, 422: ErrorOut, **DENIED})
-def graph_layout(request: HttpRequest, tenant: str, payload: LayoutIn) -> Any:
+def graph_layout(request: HttpRequest, tenant: str, payload: LayoutIn) -> LayoutOut:
     """Positions for drawing a large graph (the explorer's first layout of more than
     a thousand entities): Fruchterman-Reingold in igraph."""
     tenant_access(request.user, tenant)
-    return {"positions": drawing.positions(payload.count, payload.edges, payload.aspect)}
+    positions = drawing.positions(payload.count, payload.edges, payload.aspect)
+    return LayoutOut(positions=[list(xy) for xy in positions])
 
 
 @router.post(
@@ -252,16 +219,15 @@ def graph_layout(request: HttpRequest, tenant: str, payload: LayoutIn) -> Any:
     response={200: QueryOut, 422: ErrorOut, **DENIED, **LIMITED},
     exclude_unset=True,
 )
-def query(request: HttpRequest, tenant: str, payload: QueryIn) -> Any:
+def query(request: HttpRequest, tenant: str, payload: QueryIn) -> QueryResult:
     """LLM-ready context (entities, facts with their validity, source passages) by
     LightRAG's modes, within token budgets; with `answer`, the model's answer too."""
     ratelimits.check(request, "query")
-    access = tenant_access(request.user, tenant)
+    graph = graph_in(request, tenant)
     try:
-        result = tenant_graph(access.tenant).run(query_with_models, payload.request())
+        return graph.run(query_with_models, payload.request())
     except AnswerUnavailable as error:
         raise HttpError(422, str(error)) from error
-    return to_json(vars(result))
 
 
 # --- communities ---------------------------------------------------------------------
@@ -270,24 +236,25 @@ def query(request: HttpRequest, tenant: str, payload: QueryIn) -> Any:
 @router.get(
     "/t/{tenant}/communities", response={200: list[CommunityOut], **DENIED}, exclude_unset=True
 )
-def community_list(request: HttpRequest, tenant: str, params: Query[CommunitiesIn]) -> Any:
+def community_list(
+    request: HttpRequest, tenant: str, params: Query[CommunitiesIn]
+) -> list[Community]:
     """Communities, largest first: the current set, or one detected for `as_of`."""
-    access = tenant_access(request.user, tenant)
-    return to_json(
-        tenant_graph(access.tenant).run(
-            communities.communities_list, as_of=params.as_of, limit=params.limit
-        )
+    return graph_in(request, tenant).run(
+        communities.communities_list, as_of=params.as_of, limit=params.limit
     )
 
 
 @router.post("/t/{tenant}/communities/rebuild", response={202: JobQueuedOut, **DENIED})
-def community_rebuild(request: HttpRequest, tenant: str, payload: RebuildIn) -> Any:
+def community_rebuild(
+    request: HttpRequest, tenant: str, payload: RebuildIn
+) -> Status[JobQueuedOut]:
     """Queue community detection (editor); the job reports counts and timings."""
     access = tenant_access(request.user, tenant, Role.EDITOR)
     job = tasks.queue_rebuild_communities(
         access.tenant, created_by=request.user.get_username(), as_of=payload.as_of
     )
-    return Status(202, {"job_id": job["id"], "status": job["status"]})
+    return queued(job["id"], job["status"])
 
 
 @router.get(
@@ -295,10 +262,7 @@ def community_rebuild(request: HttpRequest, tenant: str, payload: RebuildIn) -> 
     response={200: CommunityDetailOut, 422: ErrorOut, **DENIED},
     exclude_unset=True,
 )
-def community_detail(request: HttpRequest, tenant: str, community_id: str) -> Any:
-    access = tenant_access(request.user, tenant)
-    return to_json(
-        tenant_graph(access.tenant).run(
-            communities.community_get, parse_record_id(community_id, "community")
-        )
+def community_detail(request: HttpRequest, tenant: str, community_id: str) -> Community:
+    return graph_in(request, tenant).run(
+        communities.community_get, parse_record_id(community_id, "community")
     )

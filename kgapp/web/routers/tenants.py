@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.contrib.auth import get_user_model
 from django.http import HttpRequest
 from ninja import Router, Status
 from ninja.errors import HttpError
 
 from kgapp.web.auth import AuthenticatedHttpRequest
+from kgapp.web.routers.members import member_out
 from kgapp.web.schemas import (
     DeleteConfirmIn,
     ErrorOut,
@@ -17,6 +16,7 @@ from kgapp.web.schemas import (
     MemberOut,
     TenantIn,
     TenantOut,
+    role_name,
 )
 from tenants import selectors, services
 from tenants.models import Invitation, Tenant
@@ -60,21 +60,15 @@ def tenant_delete(request: HttpRequest, slug: str, payload: DeleteConfirmIn) -> 
 
 
 @router.get("/invitations", response=list[InvitationOut])
-def invitation_list(request: AuthenticatedHttpRequest) -> list[dict[str, Any]]:
+def invitation_list(request: AuthenticatedHttpRequest) -> list[InvitationOut]:
     """The tenants that invited you and are waiting for your answer."""
     return [_invitation(i) for i in selectors.invitations_of_user(request.user)]
 
 
 @router.post("/invitations/{invitation_id}/accept", response={200: MemberOut, 404: ErrorOut})
-def invitation_accept(request: AuthenticatedHttpRequest, invitation_id: int) -> dict[str, Any]:
+def invitation_accept(request: AuthenticatedHttpRequest, invitation_id: int) -> MemberOut:
     """Join the tenant with the role you were invited to."""
-    m = services.invitation_accept(invitation_id=invitation_id, user=request.user)
-    return {
-        "username": request.user.get_username(),
-        "role": m.role,
-        "status": "member",
-        "created_at": m.created_at,
-    }
+    return member_out(services.invitation_accept(invitation_id=invitation_id, user=request.user))
 
 
 @router.delete("/invitations/{invitation_id}", response={204: None, 404: ErrorOut})
@@ -83,12 +77,12 @@ def invitation_decline(request: AuthenticatedHttpRequest, invitation_id: int) ->
     return Status(204, None)
 
 
-def _invitation(invitation: Invitation) -> dict[str, Any]:
-    return {
-        "id": invitation.pk,
-        "tenant": invitation.tenant.slug,
-        "tenant_name": invitation.tenant.name,
-        "role": invitation.role,
-        "invited_by": invitation.invited_by.get_username() if invitation.invited_by else None,
-        "created_at": invitation.created_at,
-    }
+def _invitation(invitation: Invitation) -> InvitationOut:
+    return InvitationOut(
+        id=invitation.pk,
+        tenant=invitation.tenant.slug,
+        tenant_name=invitation.tenant.name,
+        role=role_name(invitation.role),
+        invited_by=invitation.invited_by.get_username() if invitation.invited_by else None,
+        created_at=invitation.created_at,
+    )

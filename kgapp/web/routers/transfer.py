@@ -13,7 +13,7 @@ from pydantic import Field
 from kgapp import tasks
 from kgapp.graph.time import Moment
 from kgapp.web import ratelimits
-from kgapp.web.routers.tenant import DENIED, LIMITED
+from kgapp.web.routers.shared import DENIED, LIMITED, queued
 from kgapp.web.schemas import ErrorOut, Instant, JobQueuedOut
 from tenants import transfer
 from tenants.access import tenant_access
@@ -75,7 +75,7 @@ def export(request: HttpRequest, tenant: str, params: Query[ExportIn]) -> Stream
     "/t/{tenant}/import",
     response={202: JobQueuedOut, 409: ErrorOut, 422: ErrorOut, **DENIED, **LIMITED},
 )
-def import_(request: HttpRequest, tenant: str, file: File[UploadedFile]) -> Status[dict[str, str]]:
+def import_(request: HttpRequest, tenant: str, file: File[UploadedFile]) -> Status[JobQueuedOut]:
     """Load a JSONL export (gzip-compressed or not) into this tenant, which must be empty
     (owners). One job checks the whole file first, then writes it with progress; a
     truncated or changed file, or any failure, leaves the tenant empty and the job failed
@@ -84,4 +84,4 @@ def import_(request: HttpRequest, tenant: str, file: File[UploadedFile]) -> Stat
     ratelimits.check(request, "upload")
     transfer.import_check_empty(access.tenant)
     job = tasks.queue_import(access.tenant, file, created_by=request.user.get_username())
-    return Status(202, {"job_id": job["id"], "status": job["status"]})
+    return queued(job["id"], job["status"])

@@ -194,7 +194,7 @@ async def test_invalidating_and_correcting_facts_keep_their_history(migrated_sto
 
     acme = RecordID("relates_to", "kate_acme")
     await correct_fact(store, acme, text="Kate Smith works at Acme Corp as CTO.",
-                       valid_at=at(2), embedding=None, actor="carol")
+                       valid_at=at(2), embedder=None, actor="carol")
     current = {f["fact"]: f for f in await entity_facts(store, E("kate"), Moment.of())}
     corrected = current["Kate Smith works at Acme Corp as CTO."]
     assert "Smith works at Acme Corp." not in current
@@ -202,7 +202,7 @@ async def test_invalidating_and_correcting_facts_keep_their_history(migrated_sto
     assert [record_key(f["id"]) for f in chain] == ["relates_to:kate_acme", record_key(corrected["id"])]
     with pytest.raises(CurationRefused, match="needs a text"):
         await correct_fact(store, corrected["id"], text="  ", valid_at=None,
-                           embedding=None, actor="carol")
+                           embedder=None, actor="carol")
     # Nothing was deleted: both originals are still there, retired.
     export = await export_graph(store)
     retired = {record_key(f["id"]) for f in export["relates_to"] if f.get("expired_at")}

@@ -145,7 +145,7 @@ async def _upload(store: TenantStore, key: str) -> str:
     )
     if job is not None:
         finished = await service.ingest_run(
-            store, parse_record_id(job["id"], "job"), embedder=local_embedder(), llm=None
+            store, job["id"], embedder=local_embedder(), llm=None
         )
         assert finished["status"] == "completed", finished
     return str(row["id"])

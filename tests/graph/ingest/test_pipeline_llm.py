@@ -22,7 +22,7 @@ from kgapp.graph.ingest.service import fact_add
 from kgapp.graph.llm.cache import SurrealCache
 from kgapp.graph.llm.client import LLMClient
 from kgapp.graph.llm.transport import LLMConfig
-from kgapp.graph.records import parse_record_id, to_json
+from kgapp.graph.records import to_json
 from kgapp.graph.store import TenantStore
 
 ACME = EpisodeInput(content="Alice works at Acme Corp.", source="text",
@@ -287,7 +287,7 @@ async def test_failures_are_recorded_on_the_job(graph, llm) -> None:
 
     llm.queue(Reply(refusal="no"))
     _, job = await episode_submit(graph, ACME, created_by="tester")
-    row = await ingest_run(graph, parse_record_id(job["id"], "job"),
+    row = await ingest_run(graph, job["id"],
                            embedder=local_embedder(), llm=client(llm))
     assert row["status"] == "failed"
     assert row["failures"] == [{"index": 0, "reason": "LLMRefused: no"}]

@@ -7,7 +7,6 @@ import asyncio
 import random
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
 
 from surrealdb.data.types.record_id import RecordID
 
@@ -19,7 +18,7 @@ from kgapp.graph.ingest.model import EpisodeInput, EpisodeWork
 from kgapp.graph.ingest.pipeline import ingest_context, resolve_and_persist
 from kgapp.graph.ingest.prepare import episode_record
 from kgapp.graph.llm.prompts.extract import ExtractedEntity, ExtractedFact, Extraction
-from kgapp.graph.records import to_json
+from kgapp.graph.records import JsonObject, StoredFact, to_json
 from kgapp.graph.resolution.canonical import content_hash
 from kgapp.graph.store import TenantStore
 
@@ -28,7 +27,7 @@ FACT_ADD_ATTEMPTS = 4
 
 @dataclass(frozen=True)
 class FactAdded:
-    fact: dict[str, Any]
+    fact: JsonObject  # as JSON (to_json), as the API shows it
     created: bool  # False: the fact was known already (posted again, or a duplicate)
 
 
@@ -114,7 +113,7 @@ async def _fact_add_once(
     record = episode_record(episode, digest)
     existing = await _fact_of_episode(store, record)
     if existing is not None:
-        return FactAdded(existing, created=False)
+        return FactAdded(to_json(existing), created=False)
     ctx = await ingest_context(store, embedder=embedder, llm=None)
     work = EpisodeWork(input=episode, record=record, content_hash=digest, extraction=extraction)
     drafts_from(ctx, work, extraction)
@@ -130,7 +129,7 @@ async def _fact_add_once(
     return FactAdded(fact_row, created=draft.duplicate_of is None)
 
 
-async def _fact_of_episode(store: TenantStore, episode: RecordID) -> dict[str, Any] | None:
+async def _fact_of_episode(store: TenantStore, episode: RecordID) -> StoredFact | None:
     """The fact an API episode recorded, if that episode exists. Its fact may have been
     deleted or merged away since: that is a conflict, not a new fact."""
     exists, facts = await store.query(
@@ -143,4 +142,4 @@ async def _fact_of_episode(store: TenantStore, episode: RecordID) -> dict[str, A
             "this exact fact was posted before and its record has since been deleted or"
             " merged; change valid_at to post it again"
         )
-    return to_json(facts[0])
+    return facts[0]

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from surrealdb.data.types.record_id import RecordID
 
 from kgapp.graph import queries
-from kgapp.graph.records import Episode, as_episode, found
+from kgapp.graph.records import Document, Episode, as_document, as_episode, found
 from kgapp.graph.store import TenantStore
 
 
@@ -23,15 +21,13 @@ async def episode_list(
 
 async def document_list(
     store: TenantStore, *, status: str | None, limit: int, offset: int
-) -> list[dict[str, Any]]:
-    return list(
-        await store.query_one(
-            queries.DOCUMENT_LIST, {"status": status, "limit": limit, "offset": offset}
-        )
-        or []
+) -> list[Document]:
+    rows = await store.query_one(
+        queries.DOCUMENT_LIST, {"status": status, "limit": limit, "offset": offset}
     )
+    return [as_document(row) for row in rows or []]
 
 
-async def document_get(store: TenantStore, document: RecordID) -> dict[str, Any]:
+async def document_get(store: TenantStore, document: RecordID) -> Document:
     row = await store.query_one(queries.DOCUMENT_GET, {"id": document})
-    return dict(found(row, "document", document))
+    return as_document(found(row, "document", document))

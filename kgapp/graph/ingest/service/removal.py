@@ -18,14 +18,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Required, TypedDict
 
 from surrealdb.data.types.record_id import RecordID
 
 from kgapp.graph import queries
 from kgapp.graph.chunking import split_sentences
 from kgapp.graph.ontology import entity_types_recount, ontology_load
-from kgapp.graph.records import found, record_key
+from kgapp.graph.records import StoredFact, found, record_key
 from kgapp.graph.resolution import names
 from kgapp.graph.resolution.canonical import canonical_name
 from kgapp.graph.resolution.facts import revision_row
@@ -50,12 +50,102 @@ class Removal:
         return dict(self.__dict__)
 
 
+class WithdrawnMention(TypedDict, total=False):
+    """What a gone episode said of an entity that stays (queries.EPISODES_REMOVE)."""
+
+    entity: Required[RecordID]
+    name: str | None
+    names: list[str] | None
+    summary: str | None
+
+
+class _Removed(TypedDict):
+    """What queries.EPISODES_REMOVE did."""
+
+    endpoints: list[RecordID]
+    facts_deleted: int
+    facts_restored: int
+    restored: list[RecordID] | None
+    entities_deleted: int
+    episodes_deleted: int
+    withdrawn: list[WithdrawnMention] | None
+
+
+class _Rival(TypedDict):
+    id: RecordID
+    valid_at: datetime
+
+
+class _Rivalled(StoredFact, total=False):
+    """A fact made current again, with the current facts of its subject and relation
+    but another object (queries.FACTS_WITH_RIVALS)."""
+
+    rivals: list[_Rival] | None
+
+
+class _PreviewCounts(TypedDict, total=False):
+    """What removing episodes would take away (queries.EPISODES_REMOVAL_PREVIEW)."""
+
+    episodes_deleted: int
+    facts_deleted: int
+    facts_kept: int
+    facts_restored: int
+    entities_deleted: int
+    entities_kept: int
+    entity_names_deleted: list[str] | None
+    entity_names_kept: list[str] | None
+
+
+class _MentionRow(TypedDict, total=False):
+    id: Required[RecordID]
+    created_at: Required[datetime]
+    name: str | None
+    names: list[str] | None
+    summary: str | None
+    seen_at: datetime | None
+
+
+class _AliasRow(TypedDict):
+    id: RecordID
+    name: str
+
+
+class _Follower(TypedDict):
+    id: RecordID
+    canonical_name: str
+
+
+class _Supported(TypedDict, total=False):
+    """An entity that lost mentions, with what stays of its support
+    (queries.ENTITIES_SUPPORT): its mentions, aliases and the records merged into it."""
+
+    id: Required[RecordID]
+    name: Required[str]
+    entity_type: Required[str]
+    summary: str | None
+    first_seen_at: datetime | None
+    last_seen_at: datetime | None
+    mentions: list[_MentionRow] | None
+    aliases: list[_AliasRow] | None
+    followers: list[_Follower] | None
+
+
+class _Changes(TypedDict, total=False):
+    """What an entity says of itself once gone mentions are withdrawn."""
+
+    name: str
+    match_key: str | None
+    summary: str
+    first_seen_at: datetime
+    last_seen_at: datetime
+
+
 @dataclass(frozen=True)
 class _Mention:
     name: str | None
     summary: str | None
     seen_at: datetime | None
-    order: tuple[Any, str]
+    order: tuple[datetime, str]
     names: tuple[str, ...] = ()  # every spelling its episode gave (name first)
 
 
@@ -63,15 +153,20 @@ class _Mention:
 class _Support:
     """One entity as stored, with what its remaining mentions say."""
 
-    row: dict[str, Any]
+    row: _Supported
     mentions: list[_Mention] = field(default_factory=list)
+
+
+def _returned(results: list[Any]) -> Any:
+    """What a query's RETURN gave: the last object of its results."""
+    return next(dict(r) for r in reversed(results) if isinstance(r, dict))
 
 
 async def episodes_remove(store: TenantStore, episodes: Sequence[RecordID]) -> Removal:
     if not episodes:
         return Removal()
     results = await store.transaction(queries.EPISODES_REMOVE, {"episodes": list(episodes)})
-    removed = next(dict(r) for r in reversed(results) if isinstance(r, dict))
+    removed: _Removed = _returned(results)
     await _end_restored(store, removed.get("restored") or [])
     await store.query(queries.ENTITY_DEGREE_RECOUNT, {"ids": removed["endpoints"]})
     changed = await entities_recompute(store, removed.get("withdrawn") or [])
@@ -91,7 +186,9 @@ async def _end_restored(store: TenantStore, restored: list[RecordID]) -> int:
     if not restored:
         return 0
     ontology = await ontology_load(store)
-    rows = await store.query_one(queries.FACTS_WITH_RIVALS, {"ids": restored}) or []
+    rows: list[_Rivalled] = (
+        await store.query_one(queries.FACTS_WITH_RIVALS, {"ids": restored}) or []
+    )
     now = datetime.now(UTC)
     batch = queries.Batch()
     ended = 0
@@ -100,7 +197,8 @@ async def _end_restored(store: TenantStore, restored: list[RecordID]) -> int:
         if not later or not ontology.is_single_valued(row["relation"]):
             continue
         first = min(later, key=lambda r: r["valid_at"])
-        if row.get("invalid_at") is not None and row["invalid_at"] <= first["valid_at"]:
+        ends = row.get("invalid_at")
+        if ends is not None and ends <= first["valid_at"]:
             continue
         revision = revision_row(row, ends_at=first["valid_at"], by=first["id"], now=now)
         batch.add(queries.FACT_RETIRE, id=row["id"], now=now, by=first["id"])
@@ -156,7 +254,7 @@ class RemovalPreview:
     entity_names_deleted: list[str]
     entity_names_kept: list[str]
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, int | list[str]]:
         return dict(self.__dict__)
 
 
@@ -165,10 +263,10 @@ async def document_removal_preview(store: TenantStore, document: RecordID) -> Re
     await _existing(store, "document", document)
     claims = await store.query_one(queries.DOCUMENT_CLAIMS, {"document": document}) or []
     gone = [row["id"] for row in claims if len(row["documents"]) == 1]
-    plan: dict[str, Any] = {}
+    plan: _PreviewCounts = {}
     if gone:
         results = await store.query(queries.EPISODES_REMOVAL_PREVIEW, {"episodes": gone})
-        plan = next(dict(r) for r in reversed(results) if isinstance(r, dict))
+        plan = _returned(results)
     return RemovalPreview(
         episodes_deleted=len(gone),
         episodes_kept=len(claims) - len(gone),
@@ -182,31 +280,32 @@ async def document_removal_preview(store: TenantStore, document: RecordID) -> Re
     )
 
 
-async def entities_recompute(store: TenantStore, withdrawn: list[dict[str, Any]]) -> int:
+async def entities_recompute(store: TenantStore, withdrawn: list[WithdrawnMention]) -> int:
     """Take back from the entities that stay what only the gone mentions said of them
     (`withdrawn`: entity, name, summary of each); returns how many changed."""
-    by_entity: dict[str, list[dict[str, Any]]] = {}
+    by_entity: dict[str, list[WithdrawnMention]] = {}
     for mention in withdrawn:
         by_entity.setdefault(record_key(mention["entity"]), []).append(mention)
     if not by_entity:
         return 0
     ids = [m[0]["entity"] for m in by_entity.values()]
-    rows, auto_merged = await store.query(queries.ENTITIES_SUPPORT, {"ids": ids})
+    supported, auto_merged = await store.query(queries.ENTITIES_SUPPORT, {"ids": ids})
+    rows: list[_Supported] = supported or []
     auto = {record_key(r) for r in auto_merged or [] if r is not None}
     batch = queries.Batch()
     changed = set()
-    for row in rows or []:
+    for row in rows:
         support = _support(row)
         gone = by_entity[record_key(row["id"])]
         if _withdraw(batch, support, gone, auto):
             changed.add(record_key(row["id"]))
     if batch.sql:
         await store.transaction(batch.sql, batch.params)
-    changed |= await entity_types_recount(store, [row["id"] for row in rows or []])
+    changed |= await entity_types_recount(store, [row["id"] for row in rows])
     return len(changed)
 
 
-def _support(row: dict[str, Any]) -> _Support:
+def _support(row: _Supported) -> _Support:
     mentions = [
         _Mention(
             m.get("name"),
@@ -221,20 +320,23 @@ def _support(row: dict[str, Any]) -> _Support:
 
 
 def _withdraw(
-    batch: queries.Batch, support: _Support, gone: list[dict[str, Any]], auto: set[str]
+    batch: queries.Batch, support: _Support, gone: list[WithdrawnMention], auto: set[str]
 ) -> bool:
     """Statements that take back what only `gone` said of one entity; True if any."""
     row, remaining = support.row, support.mentions
     if any(m.name is None for m in remaining) or any(g.get("name") is None for g in gone):
         return False  # mentions from before 0016 say nothing to recompute from
     spelled = {canonical_name(n) for m in remaining for n in m.names}
-    withdrawn = {canonical_name(n) for g in gone for n in g.get("names") or [g["name"]]} - spelled
-    changes: dict[str, Any] = {}
+    withdrawn = {
+        canonical_name(n) for g in gone for n in g.get("names") or [g.get("name") or ""]
+    } - spelled
+    changes: _Changes = {}
     name = row["name"]
     if remaining and canonical_name(name) not in spelled:
         name = remaining[0].name or name
         # The match key follows the type as well, once the type is recounted.
-        changes.update(name=name, match_key=names.match_key(name, row["entity_type"]) or None)
+        changes["name"] = name
+        changes["match_key"] = names.match_key(name, row["entity_type"]) or None
     summary = _summary_left(row.get("summary") or "", gone, remaining)
     if summary != (row.get("summary") or ""):
         changes["summary"] = summary
@@ -242,7 +344,7 @@ def _withdraw(
     if remaining and len(seen) == len(remaining):
         first, last = min(seen), max(seen)
         if (first, last) != (row.get("first_seen_at"), row.get("last_seen_at")):
-            changes.update(first_seen_at=first, last_seen_at=last)
+            changes["first_seen_at"], changes["last_seen_at"] = first, last
     if changes:
         batch.add(queries.ENTITY_SUPPORT_SET, id=row["id"], changes=changes)
     aliases = [
@@ -260,7 +362,7 @@ def _withdraw(
     return bool(changes or aliases or followers)
 
 
-def _summary_left(summary: str, gone: list[dict[str, Any]], remaining: list[_Mention]) -> str:
+def _summary_left(summary: str, gone: list[WithdrawnMention], remaining: list[_Mention]) -> str:
     """The summary without the sentences that only gone mentions gave: sentences a
     remaining mention or a curator gave stay, in their order."""
     said_gone = {s for g in gone for s in split_sentences(g.get("summary") or "")}

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
 
 from surrealdb.data.types.record_id import RecordID
 
@@ -16,7 +15,7 @@ from kgapp.graph.embeddings import Embedder
 from kgapp.graph.errors import GraphError
 from kgapp.graph.ingest.chunk import document_status
 from kgapp.graph.ingest.indexing import index_stragglers
-from kgapp.graph.ingest.model import EpisodeInput
+from kgapp.graph.ingest.model import EpisodeInput, EpisodeParams
 from kgapp.graph.ingest.offline.extractor import OfflineExtractor
 from kgapp.graph.ingest.pipeline import IngestReport, ingest_context, ingest_document, ingest_job
 from kgapp.graph.ingest.service.removal import claims_withdraw
@@ -129,7 +128,14 @@ async def _settle(store: TenantStore, document: RecordID, report: IngestReport) 
         await store.query(queries.DOCUMENT_VERSIONS_SET, {"id": document, "versions": versions})
 
 
-def _episode_from_params(params: dict[str, Any]) -> EpisodeInput:
-    fields = dict(params)
-    fields["reference_time"] = parse_when(fields["reference_time"]) or datetime.now(UTC)
-    return EpisodeInput(**fields)
+def _episode_from_params(params: EpisodeParams) -> EpisodeInput:
+    return EpisodeInput(
+        content=params["content"],
+        source=params["source"],
+        reference_time=parse_when(params["reference_time"]) or datetime.now(UTC),
+        name=params.get("name", ""),
+        source_description=params.get("source_description", ""),
+        saga=params.get("saga"),
+        document=params.get("document"),
+        chunk_index=params.get("chunk_index"),
+    )

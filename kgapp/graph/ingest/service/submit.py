@@ -3,30 +3,47 @@
 from __future__ import annotations
 
 import hashlib
-from dataclasses import asdict
 from datetime import datetime
-from typing import Any
+from typing import TypedDict
 
 from surrealdb.data.types.record_id import RecordID
 
 from kgapp.graph import jobs, queries
 from kgapp.graph.documents.messages import Message
 from kgapp.graph.documents.upload import ParsedDocument
-from kgapp.graph.ingest.model import EpisodeInput
+from kgapp.graph.ingest.model import EpisodeInput, EpisodeParams
 from kgapp.graph.ingest.prepare import episode_record
-from kgapp.graph.records import record_key, to_json
+from kgapp.graph.records import DocumentMessage, Job, JsonObject, record_key, to_json
 from kgapp.graph.resolution.canonical import content_hash
 from kgapp.graph.store import TenantStore
 
 
+class _DocumentContent(TypedDict):
+    """A new document's record, or a new version's content (queries.DOCUMENT_CREATE,
+    DOCUMENT_NEW_VERSION)."""
+
+    file_name: str
+    mime: str
+    size: int
+    content_hash: str
+    status: str
+    uploaded_by: str | None
+    kind: str
+    title: str | None
+    text: str | None
+    messages: list[DocumentMessage] | None
+    raw: bytes | None
+    reference_time: datetime | None
+
+
 async def episode_submit(
     store: TenantStore, episode: EpisodeInput, *, created_by: str | None
-) -> tuple[str, dict[str, Any]]:
+) -> tuple[str, Job]:
     """The episode's (deterministic) id and a queued job that will ingest it."""
     record = episode_record(episode, content_hash(episode.content))
     params = {"episodes": [_episode_params(episode)]}
     job = await jobs.job_create(store, kind="ingest_episode", created_by=created_by, params=params)
-    return record_key(record), to_json(job)
+    return record_key(record), job
 
 
 class DocumentBusy(ValueError):
@@ -42,7 +59,7 @@ async def document_submit(
     uploaded_by: str | None,
     reference_time: datetime | None = None,
     replaces: RecordID | None = None,
-) -> tuple[dict[str, Any], dict[str, Any] | None]:
+) -> tuple[JsonObject, Job | None]:  # the document as JSON (to_json), for the API
     """The document record and its queued job; an identical file already uploaded gives
     back the existing document and no new job (uploading twice changes nothing).
     A file named like a document already uploaded (of the same kind), or one that
@@ -82,7 +99,7 @@ async def document_submit(
         store, kind="ingest_document", total=0, created_by=uploaded_by, document=record
     )
     await store.query(queries.DOCUMENT_LINK_JOB, {"id": record, "job": job["id"]})
-    return to_json({**document, "job": job["id"]}), to_json(job)
+    return to_json({**document, "job": job["id"]}), job
 
 
 async def _named(store: TenantStore, file_name: str, kind: str) -> RecordID | None:
@@ -107,7 +124,7 @@ def _content(
     digest: str,
     uploaded_by: str | None,
     reference_time: datetime | None,
-) -> dict[str, Any]:
+) -> _DocumentContent:
     return {
         "file_name": file_name[:255],
         "mime": parsed.mime,
@@ -124,15 +141,22 @@ def _content(
     }
 
 
-def _episode_params(episode: EpisodeInput) -> dict[str, Any]:
-    row = asdict(episode)
-    row["reference_time"] = episode.reference_time.isoformat()
-    row["document"] = None
-    del row["messages"], row["message_keys"]  # an episode posted through the API has its lines only
-    return row
+def _episode_params(episode: EpisodeInput) -> EpisodeParams:
+    """An episode posted through the API, as its job keeps it: its lines only (no
+    messages or their keys)."""
+    return {
+        "content": episode.content,
+        "source": episode.source,
+        "reference_time": episode.reference_time.isoformat(),
+        "name": episode.name,
+        "source_description": episode.source_description,
+        "saga": episode.saga,
+        "document": None,
+        "chunk_index": episode.chunk_index,
+    }
 
 
-def _message_row(message: Message) -> dict[str, Any]:
+def _message_row(message: Message) -> DocumentMessage:
     return {
         "speaker": message.speaker,
         "text": message.text,

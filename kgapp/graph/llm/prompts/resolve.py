@@ -6,9 +6,10 @@ among facts, so an episode costs at most two calls in all."""
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from pydantic import BaseModel, Field
+
+from kgapp.graph.records import JsonObject
 
 TASK = "resolve_graph"
 
@@ -48,7 +49,7 @@ hold both); a fact about a different time period does not contradict.
 """
 
 
-def user_prompt(entities: list[dict[str, Any]], facts: list[dict[str, Any]]) -> str:
+def user_prompt(entities: list[JsonObject], facts: list[JsonObject]) -> str:
     payload = {"entities": entities, "facts": facts}
     return (
         "<graph_update>\n" + json.dumps(payload, ensure_ascii=False, indent=1) + "\n</graph_update>"
