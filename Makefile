@@ -13,8 +13,9 @@ run: ## Set up and run the product (SurrealDB, worker, web) with a demo tenant
 test: ## Set up and run the whole test suite (lint, contracts, types, pytest)
 	bin/test
 
-lint: setup ## ruff, eslint, import-linter and mypy only
+lint: setup ## ruff (lint and format), eslint, import-linter and mypy only
 	.venv/bin/ruff check .
+	.venv/bin/ruff format --check .
 	npx --no-install eslint frontend/static/js surreal
 	.venv/bin/lint-imports
 	.venv/bin/mypy

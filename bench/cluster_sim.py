@@ -60,8 +60,14 @@ pytestmark = pytest.mark.django_db(transaction=True)
 DOCUMENTS = int(os.environ.get("KG_CLUSTER_DOCUMENTS", "40"))
 MESSAGES = 3  # per upload: episodes, facts
 EXTRACTION_SECONDS = 0.4  # the scripted model's think time per episode
-KILLS = [("worker", "a"), ("web", "b"), ("indexer", "a"),
-         ("worker", "b"), ("web", "a"), ("indexer", "b")]
+KILLS = [
+    ("worker", "a"),
+    ("web", "b"),
+    ("indexer", "a"),
+    ("worker", "b"),
+    ("web", "a"),
+    ("indexer", "b"),
+]
 RESTART_AFTER = 1.0  # s: bin/supervise.sh's first restart delay
 RECOVERY_TIMEOUT = 120.0
 REDIS_URL = "redis://127.0.0.1:6379/13"  # not the suite's (14): `make test` may run meanwhile
@@ -171,8 +177,9 @@ async def kill_one(cluster: Cluster, sim: Sim, kill: Kill, graph, namespace: str
     kill.back = proc.ready_at - killed
 
 
-async def kills(cluster: Cluster, sim: Sim, graph, namespace: str, total: int,
-                started: float) -> None:
+async def kills(
+    cluster: Cluster, sim: Sim, graph, namespace: str, total: int, started: float
+) -> None:
     """Each kill once its share of the episodes is written and both its process and its
     counterpart on the other machine are up (a dead one's restart overlaps the next
     kill of another kind)."""
@@ -202,8 +209,9 @@ async def simulate(cluster: Cluster, tenant, token: str, cookie: str, items) -> 
     total = len(items) * MESSAGES
     async with watching(cluster, tenant.slug, token, cookie) as (followers, probe):
         sim = Sim(followers, probe)
-        async with httpx.AsyncClient(headers={"Authorization": f"Bearer {token}"},
-                                     timeout=30) as client:
+        async with httpx.AsyncClient(
+            headers={"Authorization": f"Bearer {token}"}, timeout=30
+        ) as client:
             await warm(client, cluster, tenant.slug)
             started = sim.started = time.time()
             ids = await send(client, cluster, tenant.slug, items, probe)
@@ -229,39 +237,55 @@ def report(sim: Sim, cluster: Cluster, items, counts: dict, indexes: dict) -> li
     for kill in sim.kills:
         after = "-" if kill.recovered is None else f"{kill.recovered:.1f} s"
         back = "-" if kill.back is None else f"{kill.back:.1f} s"
-        lines.append(f"  kill {kill.kind}-{kill.machine} at {kill.at:5.1f} s (episode"
-                     f" {kill.episodes}): recovered after {after}: {kill.how}; the process"
-                     f" was up again after {back}")
+        lines.append(
+            f"  kill {kill.kind}-{kill.machine} at {kill.at:5.1f} s (episode"
+            f" {kill.episodes}): recovered after {after}: {kill.how}; the process"
+            f" was up again after {back}"
+        )
     for follower in sim.followers:
         c = follower.compare(sim.feed)
-        lines.append(f"  socket {follower.name}: expected {c['expected']}, got {c['got']},"
-                     f" missing {c['missing']}, twice {c['twice']}, extra {c['extra']};"
-                     f" servers {'>'.join(follower.servers)}")
+        lines.append(
+            f"  socket {follower.name}: expected {c['expected']}, got {c['got']},"
+            f" missing {c['missing']}, twice {c['twice']}, extra {c['extra']};"
+            f" servers {'>'.join(follower.servers)}"
+        )
     commits = commit_times(sim.feed)
     slowest = sorted(sim.probe.lags(commits).items(), key=lambda item: -item[1])[:3]
     if lags:
         within = sum(lag <= 1.0 for lag in lags)
-        lines.append(f"  search agreement after commit ({len(lags)} facts): p50"
-                     f" {statistics.median(lags):.3f} s, p90 {percentile(lags, 0.9):.3f} s,"
-                     f" max {lags[-1]:.3f} s; {within} within 1 s")
+        lines.append(
+            f"  search agreement after commit ({len(lags)} facts): p50"
+            f" {statistics.median(lags):.3f} s, p90 {percentile(lags, 0.9):.3f} s,"
+            f" max {lags[-1]:.3f} s; {within} within 1 s"
+        )
     for w, lag in slowest:
         commit = commits[sim.probe.records[w]]
         found = {m: round(t - commit, 2) for m, t in sim.probe.seen[w].items()}
         lines.append(f"    {lag:.2f} s: committed at {commit - sim.started:.1f} s, found {found}")
     if sim.probe.first_answers:
-        lines.append(f"  a web server's first search after it started: "
-                     f"{', '.join(f'{s:.1f}' for s in sim.probe.first_answers)} s")
+        lines.append(
+            f"  a web server's first search after it started: "
+            f"{', '.join(f'{s:.1f}' for s in sim.probe.first_answers)} s"
+        )
     if sim.probe.pending:
-        lines.append(f"  never found by every live web server: "
-                     f"{ {w: sim.probe.seen.get(w) for w in sim.probe.pending} }")
+        lines.append(
+            f"  never found by every live web server: "
+            f"{ {w: sim.probe.seen.get(w) for w in sim.probe.pending} }"
+        )
     requests = [s for values in sim.probe.requests.values() for s in values]
     if requests:
-        lines.append(f"  search requests: {len(requests)}, p50 {statistics.median(requests):.3f}"
-                     f" s, max {max(requests):.3f} s; failed {dict(sim.probe.errors)}")
-    exact = {m: "exact" if not any(v for table in d.values() for v in table.values()) else d
-             for m, d in indexes.items()}
-    lines.append(f"  graph: {counts['episodes']} episodes, {len(counts['entities'])} entities,"
-                 f" {len(counts['facts'])} facts; each machine's index against it: {exact}")
+        lines.append(
+            f"  search requests: {len(requests)}, p50 {statistics.median(requests):.3f}"
+            f" s, max {max(requests):.3f} s; failed {dict(sim.probe.errors)}"
+        )
+    exact = {
+        m: "exact" if not any(v for table in d.values() for v in table.values()) else d
+        for m, d in indexes.items()
+    }
+    lines.append(
+        f"  graph: {counts['episodes']} episodes, {len(counts['entities'])} entities,"
+        f" {len(counts['facts'])} facts; each machine's index against it: {exact}"
+    )
     return lines
 
 
@@ -276,8 +300,10 @@ def test_a_cluster_loses_nothing_to_kills_of_each_kind_on_either_machine(
         sim = asyncio.run(simulate(cluster, tenant, token, cookie, items))
         graph = tenant_graph(tenant)
         counts = graph_counts(graph)
-        indexes = {m: index_matches_graph(graph, cluster.machines[m].search_dir, tenant.namespace)
-                   for m in sorted(cluster.machines)}
+        indexes = {
+            m: index_matches_graph(graph, cluster.machines[m].search_dir, tenant.namespace)
+            for m in sorted(cluster.machines)
+        }
         print("\n" + "\n".join(report(sim, cluster, items, counts, indexes)))
         logs = cluster.tails()
     people = [p for item in items for p in item.people()]
@@ -285,8 +311,9 @@ def test_a_cluster_loses_nothing_to_kills_of_each_kind_on_either_machine(
     assert all(row["status"] == "completed" for row in sim.jobs.values()), logs
     assert all(kill.recovered is not None for kill in sim.kills), sim.kills
     assert counts["episodes"] == len(people)
-    assert counts["entities"] == sorted([(p, "Person") for p in people]
-                                        + [(p, "Organization") for p in places])
+    assert counts["entities"] == sorted(
+        [(p, "Person") for p in people] + [(p, "Organization") for p in places]
+    )
     assert counts["facts"] == sorted(zip(people, places, strict=True))
     for follower in sim.followers:
         c = follower.compare(sim.feed)

@@ -50,11 +50,19 @@ def facts(count: int, seed: int = 7) -> list[dict]:
     for i in range(count):
         a = rng.randrange(people)
         b = rng.choice(members[cluster[a]]) if rng.random() < 0.9 else rng.randrange(people)
-        rows.append({
-            "id": RecordID("relates_to", f"f{i}"), "in": RecordID("entity", f"p{a}"),
-            "out": RecordID("entity", f"p{b}"), "relation": "KNOWS", "edge_type": "semantic",
-            "fact": "", "confidence": 1.0, "valid_at": start, "created_at": start,
-        })
+        rows.append(
+            {
+                "id": RecordID("relates_to", f"f{i}"),
+                "in": RecordID("entity", f"p{a}"),
+                "out": RecordID("entity", f"p{b}"),
+                "relation": "KNOWS",
+                "edge_type": "semantic",
+                "fact": "",
+                "confidence": 1.0,
+                "valid_at": start,
+                "created_at": start,
+            }
+        )
     return rows
 
 
@@ -89,15 +97,21 @@ def main(sizes: list[int]) -> None:
         labels = graph.community_label_propagation(weights="weight")
         propagated = time.perf_counter() - began
         max_rss = max(rss, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) / 1024
-        print(f"{count} facts, {len(projection.entities)} entities,"
-              f" {len(projection.pairs)} weighted edges")
-        print(f"  projection {projected - started:.2f} s, Leiden {detected - projected:.2f} s,"
-              f" total {detected - started:.2f} s; Python peak {peak / 2**20:.0f} MiB"
-              f" (process max RSS {max_rss:.0f} MiB)")
+        print(
+            f"{count} facts, {len(projection.entities)} entities,"
+            f" {len(projection.pairs)} weighted edges"
+        )
+        print(
+            f"  projection {projected - started:.2f} s, Leiden {detected - projected:.2f} s,"
+            f" total {detected - started:.2f} s; Python peak {peak / 2**20:.0f} MiB"
+            f" (process max RSS {max_rss:.0f} MiB)"
+        )
         print(f"  Leiden: {len(found)} communities, modularity {modularity[0]:.3f}")
-        print(f"  label propagation: {len(set(labels.membership))} communities,"
-              f" modularity {graph.modularity(labels.membership, weights='weight'):.3f},"
-              f" {propagated:.2f} s")
+        print(
+            f"  label propagation: {len(set(labels.membership))} communities,"
+            f" modularity {graph.modularity(labels.membership, weights='weight'):.3f},"
+            f" {propagated:.2f} s"
+        )
 
 
 if __name__ == "__main__":

@@ -63,9 +63,16 @@ def scripted_answer(body: dict[str, Any]) -> dict[str, Any]:
     entities += [{"name": n, "entity_type": "Concept", "summary": ""} for n in names]
     subject = speakers[0] if speakers else "Someone"
     facts = [
-        {"source": subject, "relation": "TALKS_ABOUT", "target": n,
-         "fact": f"{subject} talks about {n}.", "edge_type": "semantic", "confidence": 0.8,
-         "valid_at": None, "invalid_at": None}
+        {
+            "source": subject,
+            "relation": "TALKS_ABOUT",
+            "target": n,
+            "fact": f"{subject} talks about {n}.",
+            "edge_type": "semantic",
+            "confidence": 0.8,
+            "valid_at": None,
+            "invalid_at": None,
+        }
         for n in names
     ]
     return {"entities": entities, "facts": facts}

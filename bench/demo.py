@@ -64,18 +64,28 @@ def measure(show: bool) -> None:
     graph = tenant_graph(tenant).run(DemoGraph.read)
     score = demo_score(graph)
     current = [f for f in graph.facts if graph.is_current(f)]
-    print(f"demo data: {len(DEMO_FILES)} files, {len(queued)} ingest jobs, loaded in "
-          f"{loaded:.1f} s (eager: ingests, communities, duplicate candidates)")
-    print(f"  episodes {graph.episodes}; entities {len(graph.entities)} current of "
-          f"{len(graph.entities) + graph.merged}; facts {len(current)} current of "
-          f"{len(graph.facts)}")
-    print(f"  expected entities found {share(score.expected_entities)}"
-          f" (missing: {', '.join(score.missing_entities) or 'none'});"
-          f" junk {len(score.junk)} ({', '.join(score.junk) or 'none'})")
-    print(f"  fact recall {share(score.facts_found)}, dates right {share(score.dates_right)}"
-          f" (missing: {'; '.join(score.missing_facts) or 'none'})")
-    print(f"  look-alikes kept apart {share(score.apart)}; aliases merged "
-          f"{share(score.aliases_merged)}; supersessions {share(score.supersessions)}")
+    print(
+        f"demo data: {len(DEMO_FILES)} files, {len(queued)} ingest jobs, loaded in "
+        f"{loaded:.1f} s (eager: ingests, communities, duplicate candidates)"
+    )
+    print(
+        f"  episodes {graph.episodes}; entities {len(graph.entities)} current of "
+        f"{len(graph.entities) + graph.merged}; facts {len(current)} current of "
+        f"{len(graph.facts)}"
+    )
+    print(
+        f"  expected entities found {share(score.expected_entities)}"
+        f" (missing: {', '.join(score.missing_entities) or 'none'});"
+        f" junk {len(score.junk)} ({', '.join(score.junk) or 'none'})"
+    )
+    print(
+        f"  fact recall {share(score.facts_found)}, dates right {share(score.dates_right)}"
+        f" (missing: {'; '.join(score.missing_facts) or 'none'})"
+    )
+    print(
+        f"  look-alikes kept apart {share(score.apart)}; aliases merged "
+        f"{share(score.aliases_merged)}; supersessions {share(score.supersessions)}"
+    )
     print(f"  communities {graph.communities}; duplicate candidates {graph.candidates}")
     if show:
         for entity in sorted(graph.entities.values(), key=lambda e: e["name"]):
@@ -84,8 +94,10 @@ def measure(show: bool) -> None:
             state = "current" if graph.is_current(fact) else "ended"
             if fact.get("invalid_at"):
                 state += f", until {fact['invalid_at']:%Y-%m-%d}"
-            print(f"    {fact['valid_at']:%Y-%m-%d} {graph.name_of(fact['in'])} "
-                  f"{fact['relation']} {graph.name_of(fact['out'])} [{state}]")
+            print(
+                f"    {fact['valid_at']:%Y-%m-%d} {graph.name_of(fact['in'])} "
+                f"{fact['relation']} {graph.name_of(fact['out'])} [{state}]"
+            )
 
 
 if __name__ == "__main__":

@@ -131,24 +131,47 @@ def free_port() -> int:
 
 
 def manage(env: dict[str, str], *command: str) -> None:
-    subprocess.run([sys.executable, "manage.py", *command], env=env, cwd=ROOT, check=True,
-                   stdout=subprocess.DEVNULL)
+    subprocess.run(
+        [sys.executable, "manage.py", *command],
+        env=env,
+        cwd=ROOT,
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
 
 
 def start_web(
     var: Path, surreal: surreal_server.RunningServer
 ) -> tuple[subprocess.Popen[bytes], str, dict[str, str]]:
-    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "kgapp.settings.test", "KG_VAR_DIR": str(var),
-           "SURREAL_URL": surreal.url, **surreal.credentials.env(),
-           "DATABASE_URL": f"sqlite:///{var / 'bench.sqlite3'}"}
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "kgapp.settings.test",
+        "KG_VAR_DIR": str(var),
+        "SURREAL_URL": surreal.url,
+        **surreal.credentials.env(),
+        "DATABASE_URL": f"sqlite:///{var / 'bench.sqlite3'}",
+    }
     env.pop("REDIS_URL", None)
     python = sys.executable
     manage(env, "migrate", "--noinput", "-v", "0")
     manage(env, "bootstrap_demo")
     port = free_port()
-    web = subprocess.Popen([python, "-m", "kgapp.web.serve", "-b", "127.0.0.1", "-p", str(port),
-                            "kgapp.asgi:application"], env=env, cwd=ROOT,
-                           stdout=(var / "daphne.log").open("wb"), stderr=subprocess.STDOUT)
+    web = subprocess.Popen(
+        [
+            python,
+            "-m",
+            "kgapp.web.serve",
+            "-b",
+            "127.0.0.1",
+            "-p",
+            str(port),
+            "kgapp.asgi:application",
+        ],
+        env=env,
+        cwd=ROOT,
+        stdout=(var / "daphne.log").open("wb"),
+        stderr=subprocess.STDOUT,
+    )
     url = f"http://127.0.0.1:{port}"
     for _ in range(200):
         try:
@@ -162,11 +185,16 @@ def start_web(
 def browser() -> webdriver.Chrome:
     options = webdriver.ChromeOptions()
     options.binary_location = os.environ.get("CHROMIUM", "/usr/bin/chromium")
-    for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage",
-                     "--window-size=1280,800"):
+    for argument in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-dev-shm-usage",
+        "--window-size=1280,800",
+    ):
         options.add_argument(argument)
     driver = webdriver.Chrome(
-        service=Service(os.environ.get("CHROMEDRIVER", "/usr/bin/chromedriver")), options=options)
+        service=Service(os.environ.get("CHROMEDRIVER", "/usr/bin/chromedriver")), options=options
+    )
     driver.set_script_timeout(300)
     return driver
 
@@ -183,27 +211,31 @@ def log_in(driver: webdriver.Chrome, url: str, var: Path) -> None:
 def open_explorer(driver: webdriver.Chrome, url: str, webgl: bool) -> None:
     driver.get(f"{url}/t/demo/explore?webgl={int(webgl)}")
     WebDriverWait(driver, 30).until(
-        lambda d: d.execute_script("return document.getElementById('status').textContent")
-        == "Live")
+        lambda d: d.execute_script("return document.getElementById('status').textContent") == "Live"
+    )
 
 
 async def live_latency(
     driver: webdriver.Chrome, surreal: surreal_server.RunningServer, writes: int
 ) -> list[float]:
-    config = StoreConfig(url=surreal.url, username=surreal.credentials.user,
-                         password=surreal.credentials.password)
+    config = StoreConfig(
+        url=surreal.url, username=surreal.credentials.user, password=surreal.credentials.password
+    )
     store = TenantStore(Pool(config, "t_demo"))
     latencies = []
     for i in range(writes):
         key = f"bench{i}_{int(time.time() * 1000)}"
         written = time.time() * 1000
-        await store.query(queries.ENTITY_CREATE, {
-            "id": RecordID("entity", key), "row": {"name": f"live {key}", "canonical_name": key}})
+        await store.query(
+            queries.ENTITY_CREATE,
+            {"id": RecordID("entity", key), "row": {"name": f"live {key}", "canonical_name": key}},
+        )
         seen = None
         deadline = time.monotonic() + 10
         while seen is None and time.monotonic() < deadline:
             seen = driver.execute_script(
-                "return window.kgExplorer.seenAt.get(arguments[0]) ?? null", f"entity:{key}")
+                "return window.kgExplorer.seenAt.get(arguments[0]) ?? null", f"entity:{key}"
+            )
             if seen is None:
                 await asyncio.sleep(0.005)
         if seen is None:
@@ -220,29 +252,40 @@ def main(sizes: list[int], writes: int, ended: float) -> None:
         driver = browser()
         try:
             log_in(driver, url, var)
-            print(f"explorer in headless chromium {driver.capabilities.get('browserVersion')},"
-                  f" {ended:.0%} of the facts ended before now")
+            print(
+                f"explorer in headless chromium {driver.capabilities.get('browserVersion')},"
+                f" {ended:.0%} of the facts ended before now"
+            )
             for webgl in (False, True):
                 open_explorer(driver, url, webgl)
                 renderer = "webgl" if webgl else "canvas"
                 for size in sizes:
                     runs = [driver.execute_async_script(LOAD, size, ended) for _ in range(REPEAT)]
                     took = sorted(runs, key=lambda run: run["total"])[len(runs) // 2]
-                    parts = ", ".join(f"{k} {took[k] / 1000:.2f}" for k in
-                                      ("add", "filter", "layout", "draw"))
+                    parts = ", ".join(
+                        f"{k} {took[k] / 1000:.2f}" for k in ("add", "filter", "layout", "draw")
+                    )
                     spread = ", ".join(f"{run['total'] / 1000:.2f}" for run in runs)
-                    print(f"  {renderer:6} first render + layout, {size:>6} nodes /"
-                          f" {4 * size:>6} edges: median {took['total'] / 1000:5.2f} s"
-                          f" of {spread} ({parts})")
+                    print(
+                        f"  {renderer:6} first render + layout, {size:>6} nodes /"
+                        f" {4 * size:>6} edges: median {took['total'] / 1000:5.2f} s"
+                        f" of {spread} ({parts})"
+                    )
                     if size == 5000:
                         settled = driver.execute_async_script(SETTLE)
-                        print(f"  {renderer:6} facts hidden now, added while idle: done"
-                              f" {settled / 1000:.2f} s after the first render")
+                        print(
+                            f"  {renderer:6} facts hidden now, added while idle: done"
+                            f" {settled / 1000:.2f} s after the first render"
+                        )
                         steps = driver.execute_async_script(STEP)
-                        print(f"  {renderer:6} slider step at 5k / 20k, filter:"
-                              f" {figures([s[0] for s in steps])}")
-                        print(f"  {renderer:6} slider step at 5k / 20k, until drawn:"
-                              f" {figures([s[1] for s in steps])}")
+                        print(
+                            f"  {renderer:6} slider step at 5k / 20k, filter:"
+                            f" {figures([s[0] for s in steps])}"
+                        )
+                        print(
+                            f"  {renderer:6} slider step at 5k / 20k, until drawn:"
+                            f" {figures([s[1] for s in steps])}"
+                        )
             open_explorer(driver, url, False)
             latencies = asyncio.run(live_latency(driver, surreal, writes))
             print(f"  live write-to-screen ({writes} writes): {figures(latencies)}")
@@ -301,8 +344,9 @@ def scale(facts: int, runs: int) -> None:
 
     with tempfile.TemporaryDirectory(prefix="bench-explorer-", dir=ROOT / "var") as scratch:
         var = Path(scratch)
-        surreal = surreal_server.start(storage=f"rocksdb://{var / 'surreal'}",
-                                       log=var / "surreal.log")
+        surreal = surreal_server.start(
+            storage=f"rocksdb://{var / 'surreal'}", log=var / "surreal.log"
+        )
         web, url, env = start_web(var, surreal)
         driver = None
         try:
@@ -312,8 +356,10 @@ def scale(facts: int, runs: int) -> None:
             manage(env, "create_tenant", "scale", "--owner", owner)
             started = time.perf_counter()
             manage(env, "import_tenant", "scale", str(var / "export.jsonl"))
-            print(f"  imported with manage.py import_tenant: {time.perf_counter() - started:.0f} s",
-                  flush=True)
+            print(
+                f"  imported with manage.py import_tenant: {time.perf_counter() - started:.0f} s",
+                flush=True,
+            )
             driver = browser()
             driver.set_window_size(1600, 1000)
             log_in(driver, url, var)
@@ -322,7 +368,8 @@ def scale(facts: int, runs: int) -> None:
                 began = time.perf_counter()
                 driver.get(f"{url}/t/scale/explore")
                 WebDriverWait(driver, 60, poll_frequency=0.02).until(
-                    lambda d: d.execute_script(DRAWN))
+                    lambda d: d.execute_script(DRAWN)
+                )
                 views.append(time.perf_counter() - began)
                 time.sleep(0.3)  # the names are placed a moment after the last change
                 pairs = driver.execute_script("return window.kgExplorer.overlappingLabels()")
@@ -332,20 +379,30 @@ def scale(facts: int, runs: int) -> None:
                 # The first letters of an entity drawn, as a user would type a name seen.
                 name = driver.execute_script(
                     "const n = window.kgExplorer.cy.nodes().not('.fold');"
-                    " return n[arguments[0] % n.length].data('label')", run * 7)
+                    " return n[arguments[0] % n.length].data('label')",
+                    run * 7,
+                )
                 searches.append(driver.execute_async_script(SEARCH, name[:4]))
                 expansions.append(driver.execute_async_script(EXPAND, run))
             shown = driver.execute_script("return document.getElementById('counts').textContent")
-            print(f"  first view (page load to drawn and named), cold: {views[0]:.2f} s;"
-                  f" warm {figures([v * 1000 for v in views[1:]])}"
-                  f" ({shown} after the last expansion)")
-            print(f"  overlapping names in the first view: {max(overlaps)} at most"
-                  f" over {len(overlaps)} loads")
-            print("  search as one types (to suggestions listed):"
-                  f" {figures([s[0] for s in searches])};"
-                  f" {sum(1 for s in searches if not s[1])} of {len(searches)} found nothing")
-            print(f"  expand (double-click to drawn): {figures([e[0] for e in expansions])},"
-                  f" {statistics.median(e[1] for e in expansions):.0f} elements added (median)")
+            print(
+                f"  first view (page load to drawn and named), cold: {views[0]:.2f} s;"
+                f" warm {figures([v * 1000 for v in views[1:]])}"
+                f" ({shown} after the last expansion)"
+            )
+            print(
+                f"  overlapping names in the first view: {max(overlaps)} at most"
+                f" over {len(overlaps)} loads"
+            )
+            print(
+                "  search as one types (to suggestions listed):"
+                f" {figures([s[0] for s in searches])};"
+                f" {sum(1 for s in searches if not s[1])} of {len(searches)} found nothing"
+            )
+            print(
+                f"  expand (double-click to drawn): {figures([e[0] for e in expansions])},"
+                f" {statistics.median(e[1] for e in expansions):.0f} elements added (median)"
+            )
         finally:
             if driver is not None:
                 driver.quit()
@@ -358,11 +415,18 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 5000, 10000])
     parser.add_argument("--writes", type=int, default=50)
-    parser.add_argument("--ended", type=float, default=0.3,
-                        help="share of the facts that ended before now (default 0.3)")
-    parser.add_argument("--scale", type=int, metavar="FACTS",
-                        help="measure a real tenant of FACTS facts instead"
-                             " (first view, search, expand)")
+    parser.add_argument(
+        "--ended",
+        type=float,
+        default=0.3,
+        help="share of the facts that ended before now (default 0.3)",
+    )
+    parser.add_argument(
+        "--scale",
+        type=int,
+        metavar="FACTS",
+        help="measure a real tenant of FACTS facts instead (first view, search, expand)",
+    )
     parser.add_argument("--runs", type=int, default=10, help="page loads with --scale")
     arguments = parser.parse_args()
     if arguments.scale:

@@ -53,27 +53,37 @@ PER_EPISODE = 5
 
 
 def config() -> StoreConfig:
-    return StoreConfig(url=os.environ["BENCH_SURREAL_URL"], username=os.environ["SURREAL_USER"],
-                       password=os.environ["SURREAL_PASS"], query_timeout=600)
+    return StoreConfig(
+        url=os.environ["BENCH_SURREAL_URL"],
+        username=os.environ["SURREAL_USER"],
+        password=os.environ["SURREAL_PASS"],
+        query_timeout=600,
+    )
 
 
 async def fill(store: TenantStore, count: int) -> dict[str, float]:
     entities, facts = build(count)
     episodes = []
     for first in range(0, len(facts), PER_EPISODE):
-        group = facts[first:first + PER_EPISODE]
+        group = facts[first : first + PER_EPISODE]
         episode = RecordID("episode", f"e{first // PER_EPISODE}")
-        episodes.append({
-            "id": episode, "name": f"note {first // PER_EPISODE}", "source": "text",
-            "content": " ".join(f["fact"] for f in group), "content_hash": str(episode),
-            "valid_at": group[0]["valid_at"], "source_description": "bench",
-        })
+        episodes.append(
+            {
+                "id": episode,
+                "name": f"note {first // PER_EPISODE}",
+                "source": "text",
+                "content": " ".join(f["fact"] for f in group),
+                "content_hash": str(episode),
+                "valid_at": group[0]["valid_at"],
+                "source_description": "bench",
+            }
+        )
         for fact in group:
             fact["episodes"] = [episode]
     started = time.perf_counter()
     sql = queries.import_rows("episode", relation=False, allowed=TABLE_NAMES)
     for first in range(0, len(episodes), 500):
-        await store.query(sql, {"rows": episodes[first:first + 500]})
+        await store.query(sql, {"rows": episodes[first : first + 500]})
     timings = await load(store, entities, facts, composed=True)
     timings["episodes"] = time.perf_counter() - started - timings["insert"] - timings["embedding"]
     return {**timings, "entities": len(entities), "episodes_count": len(episodes)}
@@ -88,8 +98,13 @@ async def child_export(namespace: str, path: str) -> dict[str, float]:
         async for line in export_lines(store, META):
             out.write(line)
             size, lines = size + len(line), lines + 1
-    return {"seconds": time.perf_counter() - started, "bytes": size, "lines": lines,
-            "peak_mib": peak_mib(), "before_mib": before}
+    return {
+        "seconds": time.perf_counter() - started,
+        "bytes": size,
+        "lines": lines,
+        "peak_mib": peak_mib(),
+        "before_mib": before,
+    }
 
 
 async def child_import(namespace: str, path: str) -> dict[str, float]:
@@ -105,15 +120,23 @@ async def child_import(namespace: str, path: str) -> dict[str, float]:
         return None
 
     written = await load_export(store, export_lines_of(Path(path)), progress)
-    return {"check_s": checked - started, "write_s": time.perf_counter() - checked,
-            "records": written, "peak_mib": peak_mib(), "before_mib": before}
+    return {
+        "check_s": checked - started,
+        "write_s": time.perf_counter() - checked,
+        "records": written,
+        "peak_mib": peak_mib(),
+        "before_mib": before,
+    }
 
 
 def in_child(phase: str, server: surreal_server.RunningServer, namespace: str, path: Path) -> dict:
     env = {**os.environ, **server.credentials.env(), "BENCH_SURREAL_URL": server.url}
     done = subprocess.run(
         [sys.executable, __file__, "--child", phase, "--namespace", namespace, "--path", str(path)],
-        env=env, capture_output=True, text=True, check=True,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
     )
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -134,19 +157,25 @@ async def main(count: int) -> None:
         await schema.migrate(store, schema.load_migrations(ROOT / "schema"), embedding_dim=384)
         await store.query(queries.FACT_FULLTEXT_REMOVE)
         built = await fill(store, count)
-        print(f"export and import of {count:,} facts, {built['entities']:,} entities,"
-              f" {built['episodes_count']:,} episodes (SurrealDB mem://, vectors on every"
-              f" entity and fact); loaded in {built['insert'] + built['episodes']:.0f} s")
+        print(
+            f"export and import of {count:,} facts, {built['entities']:,} entities,"
+            f" {built['episodes_count']:,} episodes (SurrealDB mem://, vectors on every"
+            f" entity and fact); loaded in {built['insert'] + built['episodes']:.0f} s"
+        )
         first, second = folder / "a.jsonl", folder / "b.jsonl"
         out = in_child("export", server, "t_bench_export", first)
-        print(f"  export  {out['seconds']:7.1f} s  {out['bytes'] / 2**20:7.1f} MiB"
-              f" ({out['lines']:,} lines, {out['bytes'] / out['lines']:.0f} B a line)"
-              f"  peak {out['peak_mib']:.0f} MiB (process before: {out['before_mib']:.0f} MiB)")
+        print(
+            f"  export  {out['seconds']:7.1f} s  {out['bytes'] / 2**20:7.1f} MiB"
+            f" ({out['lines']:,} lines, {out['bytes'] / out['lines']:.0f} B a line)"
+            f"  peak {out['peak_mib']:.0f} MiB (process before: {out['before_mib']:.0f} MiB)"
+        )
         back = in_child("import", server, "t_bench_import", first)
         took = back["check_s"] + back["write_s"]
-        print(f"  import  {took:7.1f} s  (check {back['check_s']:.1f} s,"
-              f" write {back['write_s']:.1f} s, {back['records']:,} records)"
-              f"  peak {back['peak_mib']:.0f} MiB (process before: {back['before_mib']:.0f} MiB)")
+        print(
+            f"  import  {took:7.1f} s  (check {back['check_s']:.1f} s,"
+            f" write {back['write_s']:.1f} s, {back['records']:,} records)"
+            f"  peak {back['peak_mib']:.0f} MiB (process before: {back['before_mib']:.0f} MiB)"
+        )
         in_child("export", server, "t_bench_import", second)
         same = body(first) == body(second)
         print(f"  the imported tenant exports the same file: {'yes' if same else 'NO'}")

@@ -48,11 +48,16 @@ PLACES = [f"Harbour {chr(65 + i // 26)}{chr(65 + i % 26)} Works" for i in range(
 
 def conversation() -> bytes:
     # Messages seven hours apart: each becomes an episode of its own.
-    return json.dumps([
-        {"speaker": person, "text": f"I work at {place}.",
-         "timestamp": 1_700_000_000 + i * 7 * 3600}
-        for i, (person, place) in enumerate(zip(PEOPLE, PLACES, strict=True))
-    ]).encode()
+    return json.dumps(
+        [
+            {
+                "speaker": person,
+                "text": f"I work at {place}.",
+                "timestamp": 1_700_000_000 + i * 7 * 3600,
+            }
+            for i, (person, place) in enumerate(zip(PEOPLE, PLACES, strict=True))
+        ]
+    ).encode()
 
 
 def stop(worker: subprocess.Popen[bytes] | None, sig: int) -> None:
@@ -73,8 +78,9 @@ def test_twenty_whole_worker_kills_lose_and_duplicate_nothing(
     tenant, uninterrupted = make_tenant(), make_tenant()
     graph = tenant_graph(tenant)
     parsed = parse_document("chat.json", conversation(), max_bytes=10**7)
-    _, job = graph.run(document_submit, parsed, file_name="chat.json", data=conversation(),
-                       uploaded_by="bench")
+    _, job = graph.run(
+        document_submit, parsed, file_name="chat.json", data=conversation(), uploaded_by="bench"
+    )
     record = job["id"]
     # Beat every 5 s: the filesystem broker delivers about one message a second, and a
     # faster beat would queue the requeued job behind its own checks. A new worker also
@@ -91,8 +97,14 @@ def test_twenty_whole_worker_kills_lose_and_duplicate_nothing(
     try:
         for number, point in enumerate(points):
             worker = start_whole_worker(env, tmp_path / f"worker-{number}.log")
-            row = wait_for(graph, record, lambda r, p=point: r.get("progress", 0) >= p
-                           or r["status"] in ("completed", "failed"), 120)
+            row = wait_for(
+                graph,
+                record,
+                lambda r, p=point: (
+                    r.get("progress", 0) >= p or r["status"] in ("completed", "failed")
+                ),
+                120,
+            )
             if row["status"] != "running":
                 break
             stop(worker, signal.SIGKILL)

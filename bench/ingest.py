@@ -189,7 +189,10 @@ async def new_store(config: StoreConfig, namespace: str) -> TenantStore:
 
 
 async def per_episode(
-    config: StoreConfig, base_url: str, items: list[EpisodeInput], embedder: Embedder,
+    config: StoreConfig,
+    base_url: str,
+    items: list[EpisodeInput],
+    embedder: Embedder,
     namespace: str,
 ) -> dict[str, float]:
     store = await new_store(config, namespace)
@@ -228,9 +231,7 @@ def worker(
     asyncio.run(run())
 
 
-def two_workers(
-    config: StoreConfig, base_url: str, items: list[EpisodeInput], embed: str
-) -> float:
+def two_workers(config: StoreConfig, base_url: str, items: list[EpisodeInput], embed: str) -> float:
     namespace = f"t_bench_workers_{embed}"
     asyncio.run(new_store(config, namespace))
     if embed == "local":

@@ -336,9 +336,7 @@ async def deletion_check(
         after=after,
         episodes_held=len(held),
         episodes_left=(await graph_counts(store))["episodes"],
-        orphans=Support(
-            after.entities - remaining.entities, after.statements - remaining.facts
-        ),
+        orphans=Support(after.entities - remaining.entities, after.statements - remaining.facts),
     )
 
 
@@ -383,9 +381,7 @@ async def model_uploads(
     """Both exports uploaded with a model, a fresh client (and usage) per job;
     `extractions()` is how many extraction requests the model has served so far."""
     served = extractions()
-    first = await upload(
-        store, exports.first_name, exports.first, embedder=embedder, llm=new_llm()
-    )
+    first = await upload(store, exports.first_name, exports.first, embedder=embedder, llm=new_llm())
     between = extractions()
     second = await upload(
         store, exports.second_name, exports.second, embedder=embedder, llm=new_llm()
@@ -439,7 +435,10 @@ async def lifecycle_measure(
     model = None
     if new_llm is not None:
         model = await model_uploads(
-            await new_store("m"), exports, embedder=embedder, new_llm=new_llm,
+            await new_store("m"),
+            exports,
+            embedder=embedder,
+            new_llm=new_llm,
             extractions=extractions,
         )
     return Figures(exports, delete_first, delete_second, await Graph.read(alone), model)
@@ -485,9 +484,11 @@ def uploads_table(figures: Figures) -> list[str]:
     if model is not None:
         rows += [
             ("model calls, scripted model", str(model.first.calls), str(model.second.calls)),
-            ("  extractions / new episodes",
-             f"{model.first_extractions} / {model.first.episodes_new}",
-             f"{model.second_extractions} / {model.second.episodes_new}"),
+            (
+                "  extractions / new episodes",
+                f"{model.first_extractions} / {model.first.episodes_new}",
+                f"{model.second_extractions} / {model.second.episodes_new}",
+            ),
             ("wall time, scripted model", *_timed(model.first, model.second)),
         ]
     lines = [f"  {'':30}{'first upload':>16}{'second upload':>22}"]

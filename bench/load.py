@@ -74,28 +74,116 @@ ERROR_TARGET = 0.001
 ACHIEVED_TARGET = 0.95
 RATE_LIMITS = ",".join(
     f"{scope}=1000000/m"
-    for scope in ("login", "login_ip", "token_create", "token_create_token", "upload",
-                  "upload_token", "query", "query_token")
+    for scope in (
+        "login",
+        "login_ip",
+        "token_create",
+        "token_create_token",
+        "upload",
+        "upload_token",
+        "query",
+        "query_token",
+    )
 )
 # Variables of the caller's environment that would point the product elsewhere.
 _FOREIGN = re.compile(r"^(DJANGO_|KG_|SURREAL_|OPENAI_|REDIS_URL$|DATABASE_URL$|CELERY_)")
 TERMINAL = {"completed", "failed", "paused", "cancelled"}
 
-FIRST = ["Ada", "Bilal", "Chen", "Dmitri", "Esther", "Farouk", "Gwen", "Hiroshi", "Ines",
-         "Jonas", "Kemi", "Luca", "Mei", "Nadia", "Omar", "Priya", "Quentin", "Rosa", "Sven",
-         "Tala"]
-LAST = ["Okafor", "Petrov", "Tanaka", "Haddad", "Llewellyn", "Moreau", "Singh", "Novak",
-        "Ferreira", "Kowalski", "Andersen", "Castillo", "Nguyen", "Osei", "Larsen", "Ruiz"]
-ORGS = ["Acme", "Globex", "Initech", "Umbrella", "Hooli", "Vandelay", "Soylent", "Cyberdyne",
-        "Tyrell", "Wonka", "Aperture", "Oscorp", "Stark", "Wayne", "Massive Dynamic"]
+FIRST = [
+    "Ada",
+    "Bilal",
+    "Chen",
+    "Dmitri",
+    "Esther",
+    "Farouk",
+    "Gwen",
+    "Hiroshi",
+    "Ines",
+    "Jonas",
+    "Kemi",
+    "Luca",
+    "Mei",
+    "Nadia",
+    "Omar",
+    "Priya",
+    "Quentin",
+    "Rosa",
+    "Sven",
+    "Tala",
+]
+LAST = [
+    "Okafor",
+    "Petrov",
+    "Tanaka",
+    "Haddad",
+    "Llewellyn",
+    "Moreau",
+    "Singh",
+    "Novak",
+    "Ferreira",
+    "Kowalski",
+    "Andersen",
+    "Castillo",
+    "Nguyen",
+    "Osei",
+    "Larsen",
+    "Ruiz",
+]
+ORGS = [
+    "Acme",
+    "Globex",
+    "Initech",
+    "Umbrella",
+    "Hooli",
+    "Vandelay",
+    "Soylent",
+    "Cyberdyne",
+    "Tyrell",
+    "Wonka",
+    "Aperture",
+    "Oscorp",
+    "Stark",
+    "Wayne",
+    "Massive Dynamic",
+]
 SUFFIX = ["Labs", "Group", "Systems", "Analytics", "Foods", "Energy"]
-CITIES = ["Lisbon", "Osaka", "Nairobi", "Montreal", "Krakow", "Valparaiso", "Tbilisi",
-          "Auckland", "Reykjavik", "Marrakesh", "Hanoi", "Bergen", "Cusco", "Tallinn", "Accra"]
-QUESTIONS = ["Where does {p} work?", "Who does {p} know?", "Where does {p} live?",
-             "Who works at {o}?", "Who lives in {c}?", "Where is {o} based?",
-             "What happened at {o} in {y}?", "Who moved to {c} in {y}?"]
-SEARCHES = ["{p}", "{o}", "{c}", "{p} {o}", "people working at {o}", "who lives in {c}",
-            "{o} office in {c}", "colleagues of {p}"]
+CITIES = [
+    "Lisbon",
+    "Osaka",
+    "Nairobi",
+    "Montreal",
+    "Krakow",
+    "Valparaiso",
+    "Tbilisi",
+    "Auckland",
+    "Reykjavik",
+    "Marrakesh",
+    "Hanoi",
+    "Bergen",
+    "Cusco",
+    "Tallinn",
+    "Accra",
+]
+QUESTIONS = [
+    "Where does {p} work?",
+    "Who does {p} know?",
+    "Where does {p} live?",
+    "Who works at {o}?",
+    "Who lives in {c}?",
+    "Where is {o} based?",
+    "What happened at {o} in {y}?",
+    "Who moved to {c} in {y}?",
+]
+SEARCHES = [
+    "{p}",
+    "{o}",
+    "{c}",
+    "{p} {o}",
+    "people working at {o}",
+    "who lives in {c}",
+    "{o} office in {c}",
+    "colleagues of {p}",
+]
 
 
 def main() -> None:
@@ -127,21 +215,36 @@ def interrupt(signum: int, frame: object) -> None:
 
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rates", type=float, nargs="+", default=RATES,
-                        help="offered requests per second, one step each, until one misses"
-                        " (default %(default)s)")
+    parser.add_argument(
+        "--rates",
+        type=float,
+        nargs="+",
+        default=RATES,
+        help="offered requests per second, one step each, until one misses (default %(default)s)",
+    )
     parser.add_argument("--duration", type=int, default=60, help="seconds per step (60)")
-    parser.add_argument("--warmup", type=int, default=15,
-                        help="seconds of unreported load at the first rate before the steps (15)")
+    parser.add_argument(
+        "--warmup",
+        type=int,
+        default=15,
+        help="seconds of unreported load at the first rate before the steps (15)",
+    )
     parser.add_argument("--users", type=int, default=80, help="locust users, every step (80)")
     parser.add_argument("--tenants", type=int, default=3, help="tenants (3)")
     parser.add_argument("--viewers", type=int, default=2, help="viewer tokens per tenant (2)")
     parser.add_argument("--facts", type=int, default=150, help="facts per tenant (150)")
     parser.add_argument("--episodes", type=int, default=40, help="episodes per tenant (40)")
-    parser.add_argument("--llm-delay", type=float, default=0.0,
-                        help="seconds the scripted model takes per answer (0)")
-    parser.add_argument("--all-steps", action="store_true",
-                        help="run every step, not stopping after the first one that misses")
+    parser.add_argument(
+        "--llm-delay",
+        type=float,
+        default=0.0,
+        help="seconds the scripted model takes per answer (0)",
+    )
+    parser.add_argument(
+        "--all-steps",
+        action="store_true",
+        help="run every step, not stopping after the first one that misses",
+    )
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
     args = parser.parse_args()
     if not (1 <= args.tenants <= 10 and args.viewers >= 1 and args.users >= 1):
@@ -228,8 +331,7 @@ def provision(env: dict[str, str], count: int, viewers: int) -> list[dict[str, A
             services.membership_set(tenant=tenant, user=viewer, role=Role.VIEWER)
             tokens.append(services.token_create(user=viewer, name="load")[1])
         owner_token = services.token_create(user=owner, name="load")[1]
-        tenants.append({"slug": slug, "number": number, "owner": owner_token,
-                        "tokens": tokens})
+        tenants.append({"slug": slug, "number": number, "owner": owner_token, "tokens": tokens})
     reset_graph_runtime()
     return tenants
 
@@ -245,9 +347,20 @@ def start_web(env: dict[str, str], scratch: Path) -> tuple[str, subprocess.Popen
     url = f"http://127.0.0.1:{port}"
     say(f"starting Daphne at {url} (log: {scratch / 'daphne.log'})")
     web = subprocess.Popen(
-        [sys.executable, "-m", "kgapp.web.serve", "-b", "127.0.0.1", "-p", str(port),
-         "kgapp.asgi:application"],
-        env=env, cwd=ROOT, stdout=(scratch / "daphne.log").open("wb"), stderr=subprocess.STDOUT,
+        [
+            sys.executable,
+            "-m",
+            "kgapp.web.serve",
+            "-b",
+            "127.0.0.1",
+            "-p",
+            str(port),
+            "kgapp.asgi:application",
+        ],
+        env=env,
+        cwd=ROOT,
+        stdout=(scratch / "daphne.log").open("wb"),
+        stderr=subprocess.STDOUT,
     )
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and web.poll() is None:
@@ -263,9 +376,22 @@ def start_worker(env: dict[str, str], scratch: Path) -> subprocess.Popen[bytes]:
     """A Celery worker for the setup's ingestion, without the model (offline extraction)."""
     offline = {k: v for k, v in env.items() if not k.startswith("OPENAI_")}
     return subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "kgapp.celery", "worker", "--pool=solo",
-         "--loglevel=WARNING", "--without-heartbeat", "--without-gossip", "--without-mingle"],
-        env=offline, cwd=ROOT, stdout=(scratch / "worker.log").open("wb"),
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "kgapp.celery",
+            "worker",
+            "--pool=solo",
+            "--loglevel=WARNING",
+            "--without-heartbeat",
+            "--without-gossip",
+            "--without-mingle",
+        ],
+        env=offline,
+        cwd=ROOT,
+        stdout=(scratch / "worker.log").open("wb"),
         stderr=subprocess.STDOUT,
     )
 
@@ -288,15 +414,21 @@ def vocabulary(number: int) -> dict[str, list[str]]:
     rng = random.Random(1000 + number)
     people = [f"{first} {last}" for first in FIRST for last in LAST]
     orgs = [f"{o} {s}" for o in ORGS for s in SUFFIX]
-    return {"people": rng.sample(people, 40), "orgs": rng.sample(orgs, 12),
-            "cities": rng.sample(CITIES, 8)}
+    return {
+        "people": rng.sample(people, 40),
+        "orgs": rng.sample(orgs, 12),
+        "cities": rng.sample(CITIES, 8),
+    }
 
 
 def corpus(number: int, facts: int, episodes: int) -> tuple[list[dict], list[dict]]:
     words, rng = vocabulary(number), random.Random(number)
     start = datetime(2019, 1, 1, tzinfo=UTC)
-    person, org, city = (lambda: rng.choice(words["people"])), (lambda: rng.choice(
-        words["orgs"])), (lambda: rng.choice(words["cities"]))
+    person, org, city = (
+        (lambda: rng.choice(words["people"])),
+        (lambda: rng.choice(words["orgs"])),
+        (lambda: rng.choice(words["cities"])),
+    )
     posted = []
     for _ in range(facts):
         kind = rng.randrange(4)
@@ -311,8 +443,10 @@ def corpus(number: int, facts: int, episodes: int) -> tuple[list[dict], list[dic
             continue
         valid = start + timedelta(days=rng.randrange(2000))
         fact: dict[str, Any] = {
-            "source": {"name": source, "type": stype}, "relation": relation,
-            "target": {"name": target, "type": ttype}, "fact": f"{source} {verb} {target}.",
+            "source": {"name": source, "type": stype},
+            "relation": relation,
+            "target": {"name": target, "type": ttype},
+            "fact": f"{source} {verb} {target}.",
             "valid_at": valid.isoformat(),
         }
         if rng.random() < 0.2:
@@ -322,11 +456,15 @@ def corpus(number: int, facts: int, episodes: int) -> tuple[list[dict], list[dic
     for i in range(episodes):
         when = start + timedelta(days=rng.randrange(2000))
         p1, p2, o, c = person(), person(), org(), city()
-        texts.append({
-            "content": f"On {when:%d %B %Y}, {p1} joined {o} in {c}. {p1} met {p2} at the"
-                       f" {o} office in {c}, and {p2} later moved to {city()}.",
-            "source": "text", "reference_time": when.isoformat(), "name": f"note {i}",
-        })
+        texts.append(
+            {
+                "content": f"On {when:%d %B %Y}, {p1} joined {o} in {c}. {p1} met {p2} at the"
+                f" {o} office in {c}, and {p2} later moved to {city()}.",
+                "source": "text",
+                "reference_time": when.isoformat(),
+                "name": f"note {i}",
+            }
+        )
     return posted, texts
 
 
@@ -335,14 +473,24 @@ def prompts(number: int) -> tuple[list[str], list[str]]:
     words, rng = vocabulary(number), random.Random(500 + number)
 
     def fill(template: str) -> str:
-        return template.format(p=rng.choice(words["people"]), o=rng.choice(words["orgs"]),
-                               c=rng.choice(words["cities"]), y=rng.randrange(2019, 2025))
+        return template.format(
+            p=rng.choice(words["people"]),
+            o=rng.choice(words["orgs"]),
+            c=rng.choice(words["cities"]),
+            y=rng.randrange(2019, 2025),
+        )
 
     return [fill(t) for t in SEARCHES * 25], [fill(t) for t in QUESTIONS * 25]
 
 
-def load_data(client: httpx.Client, env: dict[str, str], scratch: Path,
-              tenants: list[dict[str, Any]], facts: int, episodes: int) -> None:
+def load_data(
+    client: httpx.Client,
+    env: dict[str, str],
+    scratch: Path,
+    tenants: list[dict[str, Any]],
+    facts: int,
+    episodes: int,
+) -> None:
     say(f"writing {facts} facts and {episodes} episodes per tenant through the API")
     worker = start_worker(env, scratch)
     try:
@@ -366,16 +514,23 @@ def load_data(client: httpx.Client, env: dict[str, str], scratch: Path,
         say(f"  {tenant['slug']}: {json.dumps(counts.get('counts', counts))}")
 
 
-def write_tenant(client: httpx.Client, tenant: dict[str, Any], facts: int,
-                 episodes: int) -> list[str]:
+def write_tenant(
+    client: httpx.Client, tenant: dict[str, Any], facts: int, episodes: int
+) -> list[str]:
     posted, texts = corpus(tenant["number"], facts, episodes)
     for fact in posted:
         post(client, tenant, "/facts", fact, owner=True)
     return [post(client, tenant, "/episodes", text, owner=True)["job_id"] for text in texts]
 
 
-def wait_jobs(client: httpx.Client, tenants: list[dict[str, Any]], jobs: list[list[str]],
-              worker: subprocess.Popen[bytes], scratch: Path, timeout: float = 600) -> None:
+def wait_jobs(
+    client: httpx.Client,
+    tenants: list[dict[str, Any]],
+    jobs: list[list[str]],
+    worker: subprocess.Popen[bytes],
+    scratch: Path,
+    timeout: float = 600,
+) -> None:
     deadline = time.monotonic() + timeout
     for tenant, wanted in zip(tenants, jobs, strict=True):
         while True:
@@ -395,8 +550,13 @@ def wait_jobs(client: httpx.Client, tenants: list[dict[str, Any]], jobs: list[li
             raise RuntimeError(f"{tenant['slug']}: jobs {dict(statuses)}: {failed[:3]}")
 
 
-def post(client: httpx.Client, tenant: dict[str, Any], path: str, body: dict[str, Any],
-         owner: bool = False) -> Any:
+def post(
+    client: httpx.Client,
+    tenant: dict[str, Any],
+    path: str,
+    body: dict[str, Any],
+    owner: bool = False,
+) -> Any:
     return call(client, "POST", tenant, path, owner, json=body)
 
 
@@ -404,11 +564,16 @@ def get(client: httpx.Client, tenant: dict[str, Any], path: str) -> Any:
     return call(client, "GET", tenant, path, True)
 
 
-def call(client: httpx.Client, method: str, tenant: dict[str, Any], path: str, owner: bool,
-         **kwargs: Any) -> Any:
+def call(
+    client: httpx.Client, method: str, tenant: dict[str, Any], path: str, owner: bool, **kwargs: Any
+) -> Any:
     token = tenant["owner"] if owner else tenant["tokens"][0]
-    response = client.request(method, f"/api/v1/t/{tenant['slug']}{path}",
-                              headers={"Authorization": f"Bearer {token}"}, **kwargs)
+    response = client.request(
+        method,
+        f"/api/v1/t/{tenant['slug']}{path}",
+        headers={"Authorization": f"Bearer {token}"},
+        **kwargs,
+    )
     if response.status_code >= 300:
         raise RuntimeError(f"{method} {path}: {response.status_code} {response.text[:300]}")
     return response.json()
@@ -447,8 +612,13 @@ def unloaded(client: httpx.Client, tenants: list[dict[str, Any]], rounds: int = 
 # --- steps -----------------------------------------------------------------------------
 
 
-def run_steps(url: str, tenants: list[dict[str, Any]], args: argparse.Namespace,
-              scratch: Path, llm: ScriptedLLM) -> list[dict[str, Any]]:
+def run_steps(
+    url: str,
+    tenants: list[dict[str, Any]],
+    args: argparse.Namespace,
+    scratch: Path,
+    llm: ScriptedLLM,
+) -> list[dict[str, Any]]:
     if args.warmup:
         say(f"warm-up step: {args.rates[0]:g} req/s for {args.warmup} s (not reported)")
         run_step(url, tenants, args.rates[0], args.warmup, args.users, scratch, "warmup")
@@ -466,22 +636,52 @@ def run_steps(url: str, tenants: list[dict[str, Any]], args: argparse.Namespace,
     return steps
 
 
-def run_step(url: str, tenants: list[dict[str, Any]], rate: float, duration: int, users: int,
-             scratch: Path, name: str) -> dict[str, Any]:
+def run_step(
+    url: str,
+    tenants: list[dict[str, Any]],
+    rate: float,
+    duration: int,
+    users: int,
+    scratch: Path,
+    name: str,
+) -> dict[str, Any]:
     """One headless locust run at `rate`; its figures from every request's sample."""
     plan = scratch / f"step-{name}.json"
     samples = scratch / f"step-{name}-samples.json"
-    plan.write_text(json.dumps({"rate": rate, "users": users, "samples": str(samples),
-                                "tenants": tenants}))
+    plan.write_text(
+        json.dumps({"rate": rate, "users": users, "samples": str(samples), "tenants": tenants})
+    )
     log = scratch / f"step-{name}-locust.log"
     with log.open("wb") as out:
         done = subprocess.run(
-            [sys.executable, "-m", "locust", "-f", str(ROOT / "bench" / "locustfile.py"),
-             "--headless", "--only-summary", "--host", url, "--users", str(users),
-             "--spawn-rate", f"{min(rate, users):g}", "--run-time", f"{duration}s",
-             "--stop-timeout", "10", "--loglevel", "WARNING", "--exit-code-on-error", "0"],
-            env={**os.environ, "KG_LOAD_PLAN": str(plan)}, cwd=ROOT, stdout=out,
-            stderr=subprocess.STDOUT, timeout=duration + 120,
+            [
+                sys.executable,
+                "-m",
+                "locust",
+                "-f",
+                str(ROOT / "bench" / "locustfile.py"),
+                "--headless",
+                "--only-summary",
+                "--host",
+                url,
+                "--users",
+                str(users),
+                "--spawn-rate",
+                f"{min(rate, users):g}",
+                "--run-time",
+                f"{duration}s",
+                "--stop-timeout",
+                "10",
+                "--loglevel",
+                "WARNING",
+                "--exit-code-on-error",
+                "0",
+            ],
+            env={**os.environ, "KG_LOAD_PLAN": str(plan)},
+            cwd=ROOT,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            timeout=duration + 120,
         )
     output = log.read_text(errors="replace")
     if done.returncode != 0 or not samples.exists():
@@ -502,8 +702,12 @@ def figures(rate: float, duration: int, samples: list[list[Any]]) -> dict[str, A
     kinds = {}
     for kind in sorted({s[0] for s in samples}):
         own = sorted(s[1] for s in samples if s[0] == kind)
-        kinds[kind] = {"requests": len(own), "p50_ms": percentile(own, 0.5),
-                       "p95_ms": percentile(own, 0.95), "p99_ms": percentile(own, 0.99)}
+        kinds[kind] = {
+            "requests": len(own),
+            "p50_ms": percentile(own, 0.5),
+            "p95_ms": percentile(own, 0.95),
+            "p99_ms": percentile(own, 0.99),
+        }
     step = {
         "offered_rps": rate,
         "achieved_rps": len(samples) / duration,
@@ -517,7 +721,9 @@ def figures(rate: float, duration: int, samples: list[list[Any]]) -> dict[str, A
         "error_examples": [f"{s[0]}: {s[4]}" for s in errors[:5]],
     }
     step["held"] = bool(
-        samples and step["p95_ms"] < P95_TARGET_MS and step["error_rate"] < ERROR_TARGET
+        samples
+        and step["p95_ms"] < P95_TARGET_MS
+        and step["error_rate"] < ERROR_TARGET
         and step["achieved_rps"] >= ACHIEVED_TARGET * rate
     )
     return step
@@ -525,11 +731,13 @@ def figures(rate: float, duration: int, samples: list[list[Any]]) -> dict[str, A
 
 def step_line(step: dict[str, Any]) -> str:
     kinds = ", ".join(f"{k} {v['p95_ms']:.0f}" for k, v in step["kinds"].items())
-    line = (f"  offered {step['offered_rps']:5g}/s  achieved {step['achieved_rps']:6.2f}/s"
-            f"  {step['requests']:6d} requests  errors {step['error_rate']:.3%}"
-            f"  p50 {step['p50_ms']:6.0f} ms  p95 {step['p95_ms']:6.0f} ms"
-            f"  p99 {step['p99_ms']:6.0f} ms  {'held' if step['held'] else 'MISSED'}\n"
-            f"    p95 by kind (ms): {kinds}; model calls {step['model_calls']}")
+    line = (
+        f"  offered {step['offered_rps']:5g}/s  achieved {step['achieved_rps']:6.2f}/s"
+        f"  {step['requests']:6d} requests  errors {step['error_rate']:.3%}"
+        f"  p50 {step['p50_ms']:6.0f} ms  p95 {step['p95_ms']:6.0f} ms"
+        f"  p99 {step['p99_ms']:6.0f} ms  {'held' if step['held'] else 'MISSED'}\n"
+        f"    p95 by kind (ms): {kinds}; model calls {step['model_calls']}"
+    )
     if step.get("locust_cpu_warning"):
         line += "\n    locust warned that its CPU usage was high: the offered load may lag"
     for example in step["error_examples"]:
@@ -540,20 +748,31 @@ def step_line(step: dict[str, Any]) -> str:
 def report(steps: list[dict[str, Any]], args: argparse.Namespace) -> None:
     held = [s for s in steps if s["held"]]
     best = max(held, key=lambda s: s["offered_rps"]) if held else None
-    print(f"\nload: mixed search / query / query+answer / graph over {args.tenants} tenants,"
-          f" {args.users} users, {args.duration} s steps, scripted model"
-          f" ({args.llm_delay:g} s a call), rate limits raised")
+    print(
+        f"\nload: mixed search / query / query+answer / graph over {args.tenants} tenants,"
+        f" {args.users} users, {args.duration} s steps, scripted model"
+        f" ({args.llm_delay:g} s a call), rate limits raised"
+    )
     if best is None:
         print("load: sustained: none of the steps held p95 < 300 ms with < 0.1% errors")
     else:
-        print(f"load: sustained {best['achieved_rps']:.1f} req/s (step {best['offered_rps']:g}/s):"
-              f" p50 {best['p50_ms']:.0f} ms, p95 {best['p95_ms']:.0f} ms,"
-              f" p99 {best['p99_ms']:.0f} ms, errors {best['error_rate']:.3%}"
-              f" ({best['errors']} of {best['requests']})")
+        print(
+            f"load: sustained {best['achieved_rps']:.1f} req/s (step {best['offered_rps']:g}/s):"
+            f" p50 {best['p50_ms']:.0f} ms, p95 {best['p95_ms']:.0f} ms,"
+            f" p99 {best['p99_ms']:.0f} ms, errors {best['error_rate']:.3%}"
+            f" ({best['errors']} of {best['requests']})"
+        )
     if args.json:
-        args.json.write_text(json.dumps({"steps": steps, "sustained": best,
-                                         "arguments": {k: str(v) for k, v in
-                                                       vars(args).items()}}, indent=2))
+        args.json.write_text(
+            json.dumps(
+                {
+                    "steps": steps,
+                    "sustained": best,
+                    "arguments": {k: str(v) for k, v in vars(args).items()},
+                },
+                indent=2,
+            )
+        )
 
 
 if __name__ == "__main__":

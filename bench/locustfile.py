@@ -63,7 +63,11 @@ class Member(FastHttpUser):
     def _check(self, name: str, method: str, path: str, expect: str, **kwargs: Any) -> None:
         """One request; a failure unless it answers 200 with JSON holding `expect`."""
         with self.client.request(
-            method, self.base + path, name=name, headers=self.headers, catch_response=True,
+            method,
+            self.base + path,
+            name=name,
+            headers=self.headers,
+            catch_response=True,
             **kwargs,
         ) as response:
             if response.status_code != 200:
@@ -83,25 +87,38 @@ class Member(FastHttpUser):
             [["facts", "entities"], ["facts", "entities", "episodes", "communities"]]
         )
         self._check(
-            "search", "POST", "/search", "facts",
-            json={"query": self.rng.choice(self.tenant["searches"]), "scopes": scopes,
-                  "limit": 10},
+            "search",
+            "POST",
+            "/search",
+            "facts",
+            json={"query": self.rng.choice(self.tenant["searches"]), "scopes": scopes, "limit": 10},
         )
 
     @task(2)
     def query(self) -> None:
         self._check(
-            "query", "POST", "/query", "context_text",
-            json={"query": self.rng.choice(self.tenant["questions"]),
-                  "mode": self.rng.choice(MODES)},
+            "query",
+            "POST",
+            "/query",
+            "context_text",
+            json={
+                "query": self.rng.choice(self.tenant["questions"]),
+                "mode": self.rng.choice(MODES),
+            },
         )
 
     @task(1)
     def query_answered(self) -> None:
         self._check(
-            "query+answer", "POST", "/query", "answer",
-            json={"query": self.rng.choice(self.tenant["questions"]),
-                  "mode": self.rng.choice(["hybrid", "mix"]), "answer": True},
+            "query+answer",
+            "POST",
+            "/query",
+            "answer",
+            json={
+                "query": self.rng.choice(self.tenant["questions"]),
+                "mode": self.rng.choice(["hybrid", "mix"]),
+                "answer": True,
+            },
         )
 
     @task(2)

@@ -109,22 +109,33 @@ class Generator:
         embedder = local_embedder()
         self.entities: dict[str, list[dict]] = {}
         for kind, listed in names.items():
-            vectors = np.concatenate([  # in slices: one call of 8,640 names peaks at 1 GiB
-                np.asarray(embedder.embed(listed[i : i + 256]), dtype=np.float32)
-                for i in range(0, len(listed), 256)
-            ])
+            vectors = np.concatenate(
+                [  # in slices: one call of 8,640 names peaks at 1 GiB
+                    np.asarray(embedder.embed(listed[i : i + 256]), dtype=np.float32)
+                    for i in range(0, len(listed), 256)
+                ]
+            )
             self.entities[kind] = [
-                {"id": RecordID("entity", entity_key(canonical_name(n))), "name": n,
-                 "canonical_name": canonical_name(n), "entity_type": kind, "summary": "",
-                 "name_embedding": v, "created_at": START}
+                {
+                    "id": RecordID("entity", entity_key(canonical_name(n))),
+                    "name": n,
+                    "canonical_name": canonical_name(n),
+                    "entity_type": kind,
+                    "summary": "",
+                    "name_embedding": v,
+                    "created_at": START,
+                }
                 for n, v in zip(listed, vectors, strict=True)
             ]
         verbs = embedder.embed([verb for _, verb, _ in VERBS])
         self.verbs = {
             r: np.asarray(v, dtype=np.float32) for (r, _, _), v in zip(VERBS, verbs, strict=True)
         }
-        self.pools = {"org": self.entities["Organization"], "city": self.entities["Location"],
-                      "person": self.entities["Person"]}
+        self.pools = {
+            "org": self.entities["Organization"],
+            "city": self.entities["Location"],
+            "person": self.entities["Person"],
+        }
         # The entities are written before the facts: their degree (facts at either end,
         # as ingestion counts it; the explorer's first view shows the highest) comes from
         # a first pass over the same draws.
@@ -135,20 +146,35 @@ class Generator:
 
     def lines(self) -> Iterator[bytes]:
         digest, counts = hashlib.sha256(), {table.name: 0 for table in TABLES}
-        head = {"kind": "header", "format": FORMAT, "version": VERSION,
-                "schema_version": SCHEMA_VERSION, "embedding_dim": 384,
-                "tenant": {"slug": "bench", "name": "Bench"},
-                "exported_at": datetime.now(UTC).isoformat()}
+        head = {
+            "kind": "header",
+            "format": FORMAT,
+            "version": VERSION,
+            "schema_version": SCHEMA_VERSION,
+            "embedding_dim": 384,
+            "tenant": {"slug": "bench", "name": "Bench"},
+            "exported_at": datetime.now(UTC).isoformat(),
+        }
         settings = {"kind": "settings", "retention": RetentionPolicy().as_dict()}
         for value in itertools.chain((head, settings), self._records(counts)):  # lazily
             digest.update(encoded := line(value))
             yield encoded
-        yield line({"kind": "trailer", "counts": counts, "records": sum(counts.values()),
-                    "sha256": digest.hexdigest()})
+        yield line(
+            {
+                "kind": "trailer",
+                "counts": counts,
+                "records": sum(counts.values()),
+                "sha256": digest.hexdigest(),
+            }
+        )
 
     def _records(self, counts: dict[str, int]) -> Iterator[dict]:
-        for table, rows in (("episode", self._episodes()), ("entity", self._entities()),
-                            ("relates_to", self._facts()), ("mentions", self._mentions())):
+        for table, rows in (
+            ("episode", self._episodes()),
+            ("entity", self._entities()),
+            ("relates_to", self._facts()),
+            ("mentions", self._mentions()),
+        ):
             for row in rows:
                 counts[table] += 1
                 yield record_line(BY_NAME[table], row)
@@ -156,15 +182,23 @@ class Generator:
     def _entities(self) -> Iterator[dict]:
         for listed in self.entities.values():
             for row in listed:
-                yield {**row, "name_embedding": row["name_embedding"].tolist(),
-                       "degree": self.degree[row["canonical_name"]]}
+                yield {
+                    **row,
+                    "name_embedding": row["name_embedding"].tolist(),
+                    "degree": self.degree[row["canonical_name"]],
+                }
 
     def _episodes(self) -> Iterator[dict]:
         for number in range((self.count + PER_EPISODE - 1) // PER_EPISODE):
-            yield {"id": RecordID("episode", f"e{number}"), "name": f"note {number}",
-                   "source": "text", "content": f"Notes of meeting {number}.",
-                   "content_hash": f"h{number}", "created_at": START,
-                   "valid_at": START + timedelta(days=number % 1800)}
+            yield {
+                "id": RecordID("episode", f"e{number}"),
+                "name": f"note {number}",
+                "source": "text",
+                "content": f"Notes of meeting {number}.",
+                "content_hash": f"h{number}",
+                "created_at": START,
+                "valid_at": START + timedelta(days=number % 1800),
+            }
 
     def _mentions(self) -> Iterator[dict]:
         """Each episode mentions the people, organisations and places of its facts, once
@@ -176,9 +210,12 @@ class Generator:
             for entity in (subject, target):
                 if (episode, entity["canonical_name"]) not in said:
                     said.add((episode, entity["canonical_name"]))
-                    yield {"id": RecordID("mentions", f"m{next(number)}"),
-                           "in": RecordID("episode", f"e{episode}"), "out": entity["id"],
-                           "created_at": START}
+                    yield {
+                        "id": RecordID("mentions", f"m{next(number)}"),
+                        "in": RecordID("episode", f"e{episode}"),
+                        "out": entity["id"],
+                        "created_at": START,
+                    }
             if i % PER_EPISODE == PER_EPISODE - 1:
                 said.clear()
 
@@ -196,13 +233,20 @@ class Generator:
         draws = self._draws(self.rng)
         for i, (subject, relation, verb, target, valid, ended, confidence) in enumerate(draws):
             total = subject["name_embedding"] + self.verbs[relation] + target["name_embedding"]
-            yield {"id": RecordID("relates_to", f"b{i}"), "in": subject["id"],
-                   "out": target["id"], "relation": relation, "edge_type": "semantic",
-                   "fact": f"{subject['name']} {verb} {target['name']}.",
-                   "episodes": [RecordID("episode", f"e{i // PER_EPISODE}")],
-                   "confidence": confidence, "valid_at": valid,
-                   "invalid_at": ended, "created_at": valid,
-                   "fact_embedding": (total / np.linalg.norm(total)).tolist()}
+            yield {
+                "id": RecordID("relates_to", f"b{i}"),
+                "in": subject["id"],
+                "out": target["id"],
+                "relation": relation,
+                "edge_type": "semantic",
+                "fact": f"{subject['name']} {verb} {target['name']}.",
+                "episodes": [RecordID("episode", f"e{i // PER_EPISODE}")],
+                "confidence": confidence,
+                "valid_at": valid,
+                "invalid_at": ended,
+                "created_at": valid,
+                "fact_embedding": (total / np.linalg.norm(total)).tolist(),
+            }
 
 
 def server_rss_mib(server: surreal_server.RunningServer) -> float:
@@ -219,9 +263,12 @@ def generate(count: int, path: Path) -> None:
     with path.open("wb") as out:
         for encoded in Generator(count).lines():
             out.write(encoded)
-    print(f"  generated the export: {time.perf_counter() - started:.0f} s,"
-          f" {path.stat().st_size / 2**20:.0f} MiB; generator peak memory {peak_mib():.0f} MiB"
-          f" ({before:.0f} MiB before)", flush=True)
+    print(
+        f"  generated the export: {time.perf_counter() - started:.0f} s,"
+        f" {path.stat().st_size / 2**20:.0f} MiB; generator peak memory {peak_mib():.0f} MiB"
+        f" ({before:.0f} MiB before)",
+        flush=True,
+    )
 
 
 # --- the explorer's first view, a diff and community detection, each in a fresh process
@@ -243,20 +290,34 @@ async def child_explorer(store: TenantStore, runs: int) -> dict:
         await stats.entity_count(store)
         paged = time.perf_counter()
         body = await elements.graph_elements(
-            store, seed=None, entity_types=[], limit=FIRST_VIEW, moment=None)
+            store, seed=None, entity_types=[], limit=FIRST_VIEW, moment=None
+        )
         read = time.perf_counter()
         encoded = json.dumps(to_json(body))
         encoded_at = time.perf_counter()
         if len(body["nodes"]) > SERVER_LAYOUT:
             number = {node["data"]["id"]: i for i, node in enumerate(body["nodes"])}
-            drawing.positions(len(number), [(number[e["data"]["source"]],
-                                            number[e["data"]["target"]]) for e in body["edges"]])
-        samples.append({"total": time.perf_counter() - started, "page": paged - started,
-                        "graph": read - paged, "json": encoded_at - read,
-                        "layout": time.perf_counter() - encoded_at})
-    return {"first": samples[0], "warm": samples[1:], "nodes": len(body["nodes"]),
-            "edges": len(body["edges"]), "kib": len(encoded) / 1024,
-            "in_communities": sum(1 for node in body["nodes"] if node["data"]["community"])}
+            drawing.positions(
+                len(number),
+                [(number[e["data"]["source"]], number[e["data"]["target"]]) for e in body["edges"]],
+            )
+        samples.append(
+            {
+                "total": time.perf_counter() - started,
+                "page": paged - started,
+                "graph": read - paged,
+                "json": encoded_at - read,
+                "layout": time.perf_counter() - encoded_at,
+            }
+        )
+    return {
+        "first": samples[0],
+        "warm": samples[1:],
+        "nodes": len(body["nodes"]),
+        "edges": len(body["edges"]),
+        "kib": len(encoded) / 1024,
+        "in_communities": sum(1 for node in body["nodes"] if node["data"]["community"]),
+    }
 
 
 async def child_diff(store: TenantStore, runs: int) -> dict:
@@ -268,16 +329,22 @@ async def child_diff(store: TenantStore, runs: int) -> dict:
     for _ in range(runs + 1):
         started = time.perf_counter()
         result = await diff.graph_diff(store, request)
-        json.dumps(to_json([result.added, result.ended,
-                            [[c.before, c.after] for c in result.changed]]))
+        json.dumps(
+            to_json([result.added, result.ended, [[c.before, c.after] for c in result.changed]])
+        )
         samples.append(time.perf_counter() - started)
         totals = result.totals
     started = time.perf_counter()
-    starts, ends = await store.query(queries.DIFF_VALID_BOUNDS,
-                                     {"low": request.from_, "high": request.to})
-    return {"first": samples[0], "warm": samples[1:], "totals": totals,
-            "statements_s": time.perf_counter() - started,
-            "rows": len(starts or []) + len(ends or [])}
+    starts, ends = await store.query(
+        queries.DIFF_VALID_BOUNDS, {"low": request.from_, "high": request.to}
+    )
+    return {
+        "first": samples[0],
+        "warm": samples[1:],
+        "totals": totals,
+        "statements_s": time.perf_counter() - started,
+        "rows": len(starts or []) + len(ends or []),
+    }
 
 
 async def child_communities(store: TenantStore, runs: int) -> dict:
@@ -291,10 +358,17 @@ async def child_communities(store: TenantStore, runs: int) -> dict:
     took, peak = time.perf_counter() - started, peak_mib()
     now = datetime.now(UTC)
     projection = await communities.project(store, now, now)
-    return {"seconds": took, "peak_mib": peak, "before_mib": before,
-            "status": done["status"], "counts": done.get("counts", {}),
-            "timings_ms": done.get("timings", {}), "entities": len(projection.entities),
-            "pairs": len(projection.pairs), "facts": len(projection.fact_keys)}
+    return {
+        "seconds": took,
+        "peak_mib": peak,
+        "before_mib": before,
+        "status": done["status"],
+        "counts": done.get("counts", {}),
+        "timings_ms": done.get("timings", {}),
+        "entities": len(projection.entities),
+        "pairs": len(projection.pairs),
+        "facts": len(projection.fact_keys),
+    }
 
 
 CHILDREN = {"explorer": child_explorer, "diff": child_diff, "communities": child_communities}
@@ -304,15 +378,20 @@ def in_child(phase: str, runs: int) -> dict:
     """Run a phase in a fresh Python process on the bench's tenant: its figures."""
     done = subprocess.run(
         [sys.executable, __file__, "--child", phase, "--runs", str(runs)],
-        env=dict(os.environ), capture_output=True, text=True, check=True,
+        env=dict(os.environ),
+        capture_output=True,
+        text=True,
+        check=True,
     )
     return dict(json.loads(done.stdout.strip().splitlines()[-1]))
 
 
 def summary(samples: list[float]) -> str:
     ordered = sorted(samples)
-    return (f"p50 {statistics.median(ordered) * 1000:,.0f} ms, p95"
-            f" {ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))] * 1000:,.0f} ms")
+    return (
+        f"p50 {statistics.median(ordered) * 1000:,.0f} ms, p95"
+        f" {ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))] * 1000:,.0f} ms"
+    )
 
 
 def views(runs: int) -> dict[str, dict]:
@@ -320,27 +399,36 @@ def views(runs: int) -> dict[str, dict]:
     figures returned. Communities first, so the first view reads them as it would."""
     found = in_child("communities", runs)
     split = ", ".join(f"{k} {v / 1000:.1f} s" for k, v in found["timings_ms"].items())
-    print(f"  community detection (worker's task, no model; fresh process):"
-          f" {found['seconds']:.1f} s ({split}); {found['counts'].get('communities', 0):,}"
-          f" communities of {found['entities']:,} entities, {found['pairs']:,} weighted edges"
-          f" from {found['facts']:,} current facts; peak memory {found['peak_mib']:.0f} MiB"
-          f" ({found['before_mib']:.0f} MiB before); job {found['status']}", flush=True)
+    print(
+        f"  community detection (worker's task, no model; fresh process):"
+        f" {found['seconds']:.1f} s ({split}); {found['counts'].get('communities', 0):,}"
+        f" communities of {found['entities']:,} entities, {found['pairs']:,} weighted edges"
+        f" from {found['facts']:,} current facts; peak memory {found['peak_mib']:.0f} MiB"
+        f" ({found['before_mib']:.0f} MiB before); job {found['status']}",
+        flush=True,
+    )
     seen = in_child("explorer", runs)
     first, warm = seen["first"], seen["warm"]
     parts = ", ".join(f"{k} {first[k] * 1000:.0f}" for k in ("page", "graph", "json", "layout"))
-    print(f"  explorer's first view (page + GET graph?limit={FIRST_VIEW}"
-          f"{' + POST layout' if seen['nodes'] > SERVER_LAYOUT else ''}):"
-          f" cold {first['total'] * 1000:,.0f} ms ({parts} ms), warm"
-          f" {summary([s['total'] for s in warm])}; {seen['nodes']:,} nodes"
-          f" ({seen['in_communities']:,} in a community), {seen['edges']:,} edges,"
-          f" {seen['kib']:.0f} KiB", flush=True)
+    print(
+        f"  explorer's first view (page + GET graph?limit={FIRST_VIEW}"
+        f"{' + POST layout' if seen['nodes'] > SERVER_LAYOUT else ''}):"
+        f" cold {first['total'] * 1000:,.0f} ms ({parts} ms), warm"
+        f" {summary([s['total'] for s in warm])}; {seen['nodes']:,} nodes"
+        f" ({seen['in_communities']:,} in a community), {seen['edges']:,} edges,"
+        f" {seen['kib']:.0f} KiB",
+        flush=True,
+    )
     changed = in_child("diff", max(5, runs // 6))
     totals = changed["totals"]
-    print(f"  diff between two moments {DIFF_DAYS} days apart (valid axis):"
-          f" cold {changed['first'] * 1000:,.0f} ms, warm {summary(changed['warm'])};"
-          f" {totals['added']:,} added, {totals['ended']:,} ended, {totals['changed']:,}"
-          f" changed ({changed['rows']:,} facts read: the statements alone"
-          f" {changed['statements_s'] * 1000:,.0f} ms)", flush=True)
+    print(
+        f"  diff between two moments {DIFF_DAYS} days apart (valid axis):"
+        f" cold {changed['first'] * 1000:,.0f} ms, warm {summary(changed['warm'])};"
+        f" {totals['added']:,} added, {totals['ended']:,} ended, {totals['changed']:,}"
+        f" changed ({changed['rows']:,} facts read: the statements alone"
+        f" {changed['statements_s'] * 1000:,.0f} ms)",
+        flush=True,
+    )
     return {"communities": found, "explorer": seen, "diff": changed}
 
 
@@ -350,35 +438,50 @@ async def load_tenant(count: int, work: Path, server: surreal_server.RunningServ
     generate(count, path)
     done = export_child("import", server, NAMESPACE, path)
     took = done["check_s"] + done["write_s"]
-    print(f"  import: {took:.0f} s ({took / 60:.1f} min; check {done['check_s']:.0f} s,"
-          f" write {done['write_s']:.0f} s), {done['records'] / took:.0f} records/s,"
-          f" {done['records']:,} records; importer peak memory {done['peak_mib']:.0f} MiB"
-          f" ({done['before_mib']:.0f} MiB before)", flush=True)
+    print(
+        f"  import: {took:.0f} s ({took / 60:.1f} min; check {done['check_s']:.0f} s,"
+        f" write {done['write_s']:.0f} s), {done['records'] / took:.0f} records/s,"
+        f" {done['records']:,} records; importer peak memory {done['peak_mib']:.0f} MiB"
+        f" ({done['before_mib']:.0f} MiB before)",
+        flush=True,
+    )
     path.unlink()
-    print(f"  SurrealDB: {folder_mib(work / 'surreal'):.0f} MiB on disk"
-          f" ({folder_mib(work / 'surreal') * 2**20 / count:.0f} B a fact),"
-          f" server memory {server_rss_mib(server):.0f} MiB", flush=True)
+    print(
+        f"  SurrealDB: {folder_mib(work / 'surreal'):.0f} MiB on disk"
+        f" ({folder_mib(work / 'surreal') * 2**20 / count:.0f} B a fact),"
+        f" server memory {server_rss_mib(server):.0f} MiB",
+        flush=True,
+    )
 
 
 async def main(count: int, runs: int, reuse: Path | None, keep: bool, search: bool) -> None:
     work = reuse or Path(tempfile.mkdtemp(prefix="bench-million-", dir=ROOT / "var"))
     os.environ["KG_SEARCH_DIR"] = str(work / "search")
     configure(CoreConfig(search_dir=work / "search"))  # this process's core
-    server = surreal_server.start(storage=f"rocksdb://{work / 'surreal'}", log=Path("/dev/null"),
-                                  credentials=surreal_server.local_credentials(work))
+    server = surreal_server.start(
+        storage=f"rocksdb://{work / 'surreal'}",
+        log=Path("/dev/null"),
+        credentials=surreal_server.local_credentials(work),
+    )
     running = None
     try:
         os.environ.update(server.credentials.env(), BENCH_SURREAL_URL=server.url)
         store = TenantStore(Pool(config(), NAMESPACE))
         if reuse is None:
-            print(f"a million-fact tenant at {count:,} facts (SurrealDB on RocksDB, loaded by"
-                  " the tenant import)", flush=True)
+            print(
+                f"a million-fact tenant at {count:,} facts (SurrealDB on RocksDB, loaded by"
+                " the tenant import)",
+                flush=True,
+            )
             await load_tenant(count, work, server)
         else:
             counts = await stats.graph_counts(store)
-            print(f"the tenant imported in {reuse}: {counts.get('facts', 0):,} facts,"
-                  f" {counts.get('entities', 0):,} entities (SurrealDB on RocksDB); its"
-                  " communities removed, to be detected afresh", flush=True)
+            print(
+                f"the tenant imported in {reuse}: {counts.get('facts', 0):,} facts,"
+                f" {counts.get('entities', 0):,} entities (SurrealDB on RocksDB); its"
+                " communities removed, to be detected afresh",
+                flush=True,
+            )
             await store.query(queries.COMMUNITIES_CLEAR)
         if search:
             running = await index_figures(store, server, config())
@@ -386,8 +489,11 @@ async def main(count: int, runs: int, reuse: Path | None, keep: bool, search: bo
         else:
             if directories.read_manifest(directories.tenant_dir(NAMESPACE), NAMESPACE) is None:
                 rebuilt = search_child("rebuild", server, NAMESPACE)
-                print(f"  full rebuild of the index (fresh process): {rebuilt['seconds']:.1f} s,"
-                      f" peak {rebuilt['peak_mib']:.0f} MiB", flush=True)
+                print(
+                    f"  full rebuild of the index (fresh process): {rebuilt['seconds']:.1f} s,"
+                    f" peak {rebuilt['peak_mib']:.0f} MiB",
+                    flush=True,
+                )
             running = IndexerThread(config(), NAMESPACE).__enter__()  # keeps it current
         views(runs)
     finally:
@@ -401,26 +507,37 @@ async def main(count: int, runs: int, reuse: Path | None, keep: bool, search: bo
 
 
 async def child_main(phase: str, runs: int) -> None:
-    print(json.dumps(await CHILDREN[phase](TenantStore(Pool(config(), NAMESPACE)), runs),
-                     default=str))
+    print(
+        json.dumps(await CHILDREN[phase](TenantStore(Pool(config(), NAMESPACE)), runs), default=str)
+    )
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--facts", type=int, default=1_000_000)
     parser.add_argument("--runs", type=int, default=30)
-    parser.add_argument("--keep", action="store_true",
-                        help="keep the imported tenant (in var/bench-million-*) for --reuse")
-    parser.add_argument("--reuse", type=Path, metavar="DIR",
-                        help="measure the tenant a --keep run left in DIR (no generation, no"
-                             " import; --facts is ignored)")
-    parser.add_argument("--no-search", dest="search", action="store_false",
-                        help="leave out the index rebuild and the search figures")
+    parser.add_argument(
+        "--keep",
+        action="store_true",
+        help="keep the imported tenant (in var/bench-million-*) for --reuse",
+    )
+    parser.add_argument(
+        "--reuse",
+        type=Path,
+        metavar="DIR",
+        help="measure the tenant a --keep run left in DIR (no generation, no"
+        " import; --facts is ignored)",
+    )
+    parser.add_argument(
+        "--no-search",
+        dest="search",
+        action="store_false",
+        help="leave out the index rebuild and the search figures",
+    )
     parser.add_argument("--child", choices=sorted(CHILDREN), help=argparse.SUPPRESS)
     arguments = parser.parse_args()
     if arguments.child:
         asyncio.run(child_main(arguments.child, arguments.runs))
     else:
         reuse = arguments.reuse.resolve() if arguments.reuse else None
-        asyncio.run(main(arguments.facts, arguments.runs, reuse, arguments.keep,
-                         arguments.search))
+        asyncio.run(main(arguments.facts, arguments.runs, reuse, arguments.keep, arguments.search))

@@ -43,8 +43,10 @@ _PAYLOAD = re.compile(r"<graph_update>\n(.*)\n</graph_update>", re.S)
 
 def say_yes(body: dict[str, Any]) -> dict[str, Any]:
     payload = json.loads(_PAYLOAD.search(body["messages"][-1]["content"]).group(1))
-    return {"entities": [{"index": e["index"], "duplicate_of": 0} for e in payload["entities"]],
-            "facts": []}
+    return {
+        "entities": [{"index": e["index"], "duplicate_of": 0} for e in payload["entities"]],
+        "facts": [],
+    }
 
 
 def from_labels(pairs: list[dict[str, Any]]):
@@ -54,16 +56,23 @@ def from_labels(pairs: list[dict[str, Any]]):
         payload = json.loads(_PAYLOAD.search(body["messages"][-1]["content"]).group(1))
         decisions = []
         for entity in payload["entities"]:
-            pick = next((c["index"] for c in entity["candidates"]
-                         if frozenset((entity["name"], c["name"])) in same), None)
+            pick = next(
+                (
+                    c["index"]
+                    for c in entity["candidates"]
+                    if frozenset((entity["name"], c["name"])) in same
+                ),
+                None,
+            )
             decisions.append({"index": entity["index"], "duplicate_of": pick})
         return {"entities": decisions, "facts": []}
 
     return answer
 
 
-async def run(config: StoreConfig, namespace: str, pairs: list[dict[str, Any]],
-              llm: LLMClient | None):
+async def run(
+    config: StoreConfig, namespace: str, pairs: list[dict[str, Any]], llm: LLMClient | None
+):
     store = TenantStore(Pool(config, namespace))
     await schema.migrate(store, schema.load_migrations(ROOT / "schema"), embedding_dim=384)
     return await resolution_eval.evaluate(store, pairs, embedder=local_embedder(), llm=llm)
@@ -71,24 +80,33 @@ async def run(config: StoreConfig, namespace: str, pairs: list[dict[str, Any]],
 
 def report(title: str, outcome: resolution_eval.Outcome, seconds: float) -> None:
     print(f"\n{title} ({seconds:.1f} s)")
-    print(f"  {'category':13} {'pairs':>5} {'precision':>9} {'recall':>7} {'F1':>6}"
-          f" {'same in review':>14} {'same apart':>10} {'diff in review':>14}")
+    print(
+        f"  {'category':13} {'pairs':>5} {'precision':>9} {'recall':>7} {'F1':>6}"
+        f" {'same in review':>14} {'same apart':>10} {'diff in review':>14}"
+    )
     for category, row in outcome.by_category().items():
-        print(f"  {category:13} {row['pairs']:>5} {row['precision']:>9.1%} {row['recall']:>7.1%}"
-              f" {row['f1']:>6.1%} {row['same_in_review']:>14.1%} {row['same_apart']:>10}"
-              f" {row['different_in_review']:>14}")
+        print(
+            f"  {category:13} {row['pairs']:>5} {row['precision']:>9.1%} {row['recall']:>7.1%}"
+            f" {row['f1']:>6.1%} {row['same_in_review']:>14.1%} {row['same_apart']:>10}"
+            f" {row['different_in_review']:>14}"
+        )
     wrong = outcome.wrong_merges()
-    print(f"  wrong merges: {len(wrong)} labelled pairs, {len(outcome.wrong_auto_merges)} merges"
-          " joining names no same-thing pair links")
+    print(
+        f"  wrong merges: {len(wrong)} labelled pairs, {len(outcome.wrong_auto_merges)} merges"
+        " joining names no same-thing pair links"
+    )
     for pair in wrong:
         print(f"    {pair['a']['name']!r} + {pair['b']['name']!r}")
     for name, survivor in outcome.wrong_auto_merges[:10]:
         print(f"    {name!r} -> {survivor!r}")
     missed = [p for p in outcome.pairs if p["same"] and outcome.verdicts[p["id"]] != "merged"]
     if missed:
-        print("  same-thing pairs not merged: " + "; ".join(
-            f"{p['a']['name']} / {p['b']['name']} ({outcome.verdicts[p['id']]})"
-            for p in missed))
+        print(
+            "  same-thing pairs not merged: "
+            + "; ".join(
+                f"{p['a']['name']} / {p['b']['name']} ({outcome.verdicts[p['id']]})" for p in missed
+            )
+        )
 
 
 def main(knowledge: bool) -> None:
@@ -96,19 +114,26 @@ def main(knowledge: bool) -> None:
     sets = [("labelled pairs", pairs)]
     if knowledge:
         sets.append(("knowledge pairs", resolution_eval.load("knowledge_pairs")))
-    print(f"resolution on {len(pairs)} labelled pairs "
-          f"({sum(p['same'] for p in pairs)} same, {sum(not p['same'] for p in pairs)} different)")
+    print(
+        f"resolution on {len(pairs)} labelled pairs "
+        f"({sum(p['same'] for p in pairs)} same, {sum(not p['same'] for p in pairs)} different)"
+    )
     with tempfile.TemporaryDirectory() as scratch, ScriptedLLM() as llm:
         server = surreal_server.start(storage="mem://", log=Path(scratch) / "surreal.log")
-        store_config = StoreConfig(url=server.url, username=server.credentials.user,
-                                   password=server.credentials.password)
-        config = LLMConfig(base_url=llm.base_url, api_key="bench", model="scripted",
-                           timeout=10.0, max_retries=1)
+        store_config = StoreConfig(
+            url=server.url, username=server.credentials.user, password=server.credentials.password
+        )
+        config = LLMConfig(
+            base_url=llm.base_url, api_key="bench", model="scripted", timeout=10.0, max_retries=1
+        )
         try:
             for n, (label, chosen) in enumerate(sets):
                 for m, (mode, handler) in enumerate(
-                    [("no model", None), ("scripted model saying yes to every question", say_yes),
-                     ("scripted model answering from the labels", from_labels(chosen))]
+                    [
+                        ("no model", None),
+                        ("scripted model saying yes to every question", say_yes),
+                        ("scripted model answering from the labels", from_labels(chosen)),
+                    ]
                 ):
                     if handler is not None:
                         llm.on_chat(handler)
@@ -122,6 +147,7 @@ def main(knowledge: bool) -> None:
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--knowledge", action="store_true",
-                        help="also run the pairs only world knowledge links")
+    parser.add_argument(
+        "--knowledge", action="store_true", help="also run the pairs only world knowledge links"
+    )
     main(parser.parse_args().knowledge)

@@ -106,8 +106,9 @@ def test_surrealdb_and_redis_restarted_during_an_ingest(
     tenant, uninterrupted = make_tenant(), make_tenant()
     graph = tenant_graph(tenant)
     parsed = parse_document("chat.json", conversation(), max_bytes=10**7)
-    _, job = graph.run(document_submit, parsed, file_name="chat.json", data=conversation(),
-                       uploaded_by="bench")
+    _, job = graph.run(
+        document_submit, parsed, file_name="chat.json", data=conversation(), uploaded_by="bench"
+    )
     record = job["id"]
     _, _, env = default_broker_workers(tmp_path, scripted_llm.base_url)
     env["REDIS_URL"] = f"redis://127.0.0.1:{redis.port}/0"  # broker and channel layer
@@ -126,9 +127,18 @@ def test_surrealdb_and_redis_restarted_during_an_ingest(
         with celery_app.connection_for_write(env["REDIS_URL"]) as connection:
             ingest.apply_async((tenant.slug, record_key(job["id"])), connection=connection)
         for number, point in enumerate(points):
-            row = through_outages(lambda p=point: wait_for(
-                graph, record, until(lambda r: r.get("progress", 0) >= p
-                                     or r["status"] in ("completed", "failed")), 120))
+            row = through_outages(
+                lambda p=point: wait_for(
+                    graph,
+                    record,
+                    until(
+                        lambda r: (
+                            r.get("progress", 0) >= p or r["status"] in ("completed", "failed")
+                        )
+                    ),
+                    120,
+                )
+            )
             if row["status"] != "running":
                 break
             server = surreal if number % 2 == 0 else redis
@@ -137,8 +147,11 @@ def test_surrealdb_and_redis_restarted_during_an_ingest(
             server.start()
             restarted["surrealdb" if server is surreal else "redis"] += 1
             restarted_at.append(row["progress"])
-        row = through_outages(lambda: wait_for(
-            graph, record, until(lambda r: r["status"] in ("completed", "failed")), 300))
+        row = through_outages(
+            lambda: wait_for(
+                graph, record, until(lambda r: r["status"] in ("completed", "failed")), 300
+            )
+        )
     finally:
         stop(worker.process, signal.SIGTERM)
     elapsed = time.monotonic() - started

@@ -123,8 +123,10 @@ def fill(upload: Upload, user: Any, client: Any) -> None:
 
         for queued in demo_load(tenant):
             wait_job(client, upload.slug, record_key(queued["id"]))
-        print(f"demo: {len(read_graph(upload.slug).entities)} entities,"
-              f" ingested in {time.perf_counter() - started:.1f} s")
+        print(
+            f"demo: {len(read_graph(upload.slug).entities)} entities,"
+            f" ingested in {time.perf_counter() - started:.1f} s"
+        )
         return
     form: dict[str, Any] = {}
     if upload.reference_time:
@@ -142,10 +144,12 @@ def fill(upload: Upload, user: Any, client: Any) -> None:
         raise RuntimeError(f"communities of {upload.slug}: {detected['status']}")
     graph = read_graph(upload.slug)
     communities = detected.get("counts", {}).get("communities", "?")
-    print(f"{upload.picture}: {upload.path.name}: {len(graph.entities)} entities, "
-          f"{len(graph.facts)} facts (current); episodes "
-          f"{job.get('counts', {}).get('episodes', '?')}, communities {communities}; "
-          f"ingested and detected in {time.perf_counter() - started:.1f} s")
+    print(
+        f"{upload.picture}: {upload.path.name}: {len(graph.entities)} entities, "
+        f"{len(graph.facts)} facts (current); episodes "
+        f"{job.get('counts', {}).get('episodes', '?')}, communities {communities}; "
+        f"ingested and detected in {time.perf_counter() - started:.1f} s"
+    )
 
 
 def sized(driver: Any) -> None:
@@ -163,8 +167,10 @@ def draw(driver: Any, url: str, upload: Upload, out: Path, label: str) -> None:
     prefix = "explorer" if label == "explorer" else f"truth-{label}"
     path = out / f"{prefix}-{upload.picture}.png"
     driver.save_screenshot(str(path))
-    print(f"{upload.picture}: the explorer shows {shown['nodes']} entities and "
-          f"{shown['edges']} facts at {shown['width']}x{shown['height']}: {path}")
+    print(
+        f"{upload.picture}: the explorer shows {shown['nodes']} entities and "
+        f"{shown['edges']} facts at {shown['width']}x{shown['height']}: {path}"
+    )
 
 
 def main(out: Path, label: str, chat: Path) -> None:
@@ -190,8 +196,13 @@ def main(out: Path, label: str, chat: Path) -> None:
             driver = browser()
             try:
                 driver.get(f"{url}/api/v1/health")
-                driver.add_cookie({"name": settings.SESSION_COOKIE_NAME, "path": "/",
-                                   "value": client.cookies[settings.SESSION_COOKIE_NAME].value})
+                driver.add_cookie(
+                    {
+                        "name": settings.SESSION_COOKIE_NAME,
+                        "path": "/",
+                        "value": client.cookies[settings.SESSION_COOKIE_NAME].value,
+                    }
+                )
                 sized(driver)
                 for upload in todo:
                     draw(driver, url, upload, out, label)
@@ -201,18 +212,32 @@ def main(out: Path, label: str, chat: Path) -> None:
                 web.wait(15)
         finally:
             surreal.stop()
-    print(f"{label}: {len(todo)} pictures in {time.perf_counter() - began:.0f} s "
-          f"({datetime.now():%Y-%m-%d %H:%M})")
+    print(
+        f"{label}: {len(todo)} pictures in {time.perf_counter() - began:.0f} s "
+        f"({datetime.now():%Y-%m-%d %H:%M})"
+    )
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", type=Path, default=ROOT / "var" / "screenshots",
-                        help="the folder for the PNGs (default var/screenshots)")
-    parser.add_argument("--label", choices=["before", "after", "explorer"], default="after",
-                        help="the pictures' names: truth-<label>-chat.png, -prose.png;"
-                             " explorer-demo.png, -chat.png, -prose.png")
-    parser.add_argument("--chat", type=Path, default=CHAT,
-                        help="the LoCoMo export (default ../shared/.../locomo/41.json)")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=ROOT / "var" / "screenshots",
+        help="the folder for the PNGs (default var/screenshots)",
+    )
+    parser.add_argument(
+        "--label",
+        choices=["before", "after", "explorer"],
+        default="after",
+        help="the pictures' names: truth-<label>-chat.png, -prose.png;"
+        " explorer-demo.png, -chat.png, -prose.png",
+    )
+    parser.add_argument(
+        "--chat",
+        type=Path,
+        default=CHAT,
+        help="the LoCoMo export (default ../shared/.../locomo/41.json)",
+    )
     arguments = parser.parse_args()
     main(arguments.out, arguments.label, arguments.chat)

@@ -156,12 +156,12 @@ async def uploaded_graph(
     """`data` uploaded as file `name`, its job run to its end without a model as the
     worker runs it, and the graph read; a job that does not complete is an error."""
     parsed = parse_document(name, data, max_bytes=len(data) + 1)
-    _, job = await document_submit(store, parsed, file_name=name, data=data, uploaded_by=None,
-                                   reference_time=reference_time)
+    _, job = await document_submit(
+        store, parsed, file_name=name, data=data, uploaded_by=None, reference_time=reference_time
+    )
     if job is None:
         raise RuntimeError(f"{name} was taken for a file uploaded already")
-    done = await ingest_run(store, job["id"], embedder=embedder,
-                            llm=None, extractor=extractor)
+    done = await ingest_run(store, job["id"], embedder=embedder, llm=None, extractor=extractor)
     if done["status"] != "completed":
         raise RuntimeError(f"{name}: job {done['status']}: {done.get('error')}")
     return await ProductGraph.read(store, datetime.now(UTC))
@@ -172,8 +172,14 @@ async def text_graph(
 ) -> ProductGraph:
     """The graph the product builds of one gold text, in an empty namespace."""
     name, data = text.upload()
-    return await uploaded_graph(store, name, data, reference_time=text.reference_time,
-                                embedder=embedder, extractor=extractor)
+    return await uploaded_graph(
+        store,
+        name,
+        data,
+        reference_time=text.reference_time,
+        embedder=embedder,
+        extractor=extractor,
+    )
 
 
 @contextlib.contextmanager
@@ -184,8 +190,12 @@ def surreal() -> Iterator[StoreConfig]:
         configure(CoreConfig(search_dir=Path(scratch) / "search"))  # this process's core
         server = surreal_server.start(storage="mem://", log=Path(scratch) / "surreal.log")
         try:
-            yield StoreConfig(url=server.url, username=server.credentials.user,
-                              password=server.credentials.password, query_timeout=120)
+            yield StoreConfig(
+                url=server.url,
+                username=server.credentials.user,
+                password=server.credentials.password,
+                query_timeout=120,
+            )
         finally:
             server.stop()
 
@@ -267,8 +277,10 @@ def by_style(results: list[TextResult]) -> dict[str, Score]:
 def score_table(rows: dict[str, Score]) -> list[str]:
     """A row per style and overall; the targets, and whether "overall" meets them."""
     header = ("style", "texts", *(f.label for f in FIGURES))
-    table = [header, *((name, str(s.texts), *(f.cell(s) for f in FIGURES))
-                       for name, s in rows.items())]
+    table = [
+        header,
+        *((name, str(s.texts), *(f.cell(s) for f in FIGURES)) for name, s in rows.items()),
+    ]
     table.append(("target", "", *(f.target for f in FIGURES)))
     table.append(("overall met", "", *(f.met(rows["overall"]) for f in FIGURES)))
     return aligned(table)
@@ -280,8 +292,10 @@ def gold_report(results: list[TextResult]) -> dict[str, Any]:
     for half in dict.fromkeys(r.text.half for r in results):
         mine = [r for r in results if r.text.half == half]
         held = " (the targets are the held-out half's)" if half != "heldout" else ""
-        print(f"gold set, {half} half: {len(mine)} texts, ingested in "
-              f"{sum(r.seconds for r in mine):.0f} s{held}")
+        print(
+            f"gold set, {half} half: {len(mine)} texts, ingested in "
+            f"{sum(r.seconds for r in mine):.0f} s{held}"
+        )
         rows = by_style(mine)
         print("\n".join(score_table(rows)))
         for r in mine:
@@ -305,8 +319,10 @@ def redocred_report() -> dict[str, Any] | None:
         return None
     extractor = offline_extractor()
     halves, seconds = truth_redocred.redocred_run(REDOCRED, extractor)
-    print(f"Re-DocRED dev split, {extractor.label} on each paragraph, {seconds:.0f} s "
-          "(dev: items 0-249, heldout: 250-499)")
+    print(
+        f"Re-DocRED dev split, {extractor.label} on each paragraph, {seconds:.0f} s "
+        "(dev: items 0-249, heldout: 250-499)"
+    )
     print("\n".join(truth_redocred.redocred_table(halves)))
     return truth_redocred.redocred_figures(halves)
 
@@ -326,8 +342,10 @@ def sample_lines(graph: ProductGraph, seed: int) -> list[str]:
         "entities (name, type: summary):",
         *(f"  {e.name} ({e.type}): {e.summary}" for e in entities),
         "facts (sentence  [relation, valid_at .. invalid_at]):",
-        *(f"  {f.sentence}  [{f.relation}, {_when(f.valid_at)} .. {_when(f.invalid_at)}]"
-          for f in facts),
+        *(
+            f"  {f.sentence}  [{f.relation}, {_when(f.valid_at)} .. {_when(f.invalid_at)}]"
+            for f in facts
+        ),
     ]
 
 
@@ -335,9 +353,14 @@ async def sample_graph(
     config: StoreConfig, path: Path, reference_time: datetime | None = None
 ) -> ProductGraph:
     async with namespaces(config) as fresh, fresh() as store:
-        return await uploaded_graph(store, path.name, path.read_bytes(),
-                                    reference_time=reference_time, embedder=local_embedder(),
-                                    extractor=offline_extractor())
+        return await uploaded_graph(
+            store,
+            path.name,
+            path.read_bytes(),
+            reference_time=reference_time,
+            embedder=local_embedder(),
+            extractor=offline_extractor(),
+        )
 
 
 # --- Running it --------------------------------------------------------------------------
@@ -348,12 +371,18 @@ def _arguments() -> argparse.Namespace:
     parser.add_argument("--half", choices=[*HALVES, "both"], default="both")
     parser.add_argument("--file", type=Path, help="score one gold file (no Re-DocRED)")
     parser.add_argument("--json", type=Path, help="write the figures to this file")
-    parser.add_argument("--show", action="store_true",
-                        help="per dev text: what matches nothing, the gold facts missed")
+    parser.add_argument(
+        "--show",
+        action="store_true",
+        help="per dev text: what matches nothing, the gold facts missed",
+    )
     parser.add_argument("--sample", type=Path, help="upload this file, print a sample")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--reference-time", type=datetime.fromisoformat,
-                        help="with --sample: the upload's reference time (ISO 8601, with zone)")
+    parser.add_argument(
+        "--reference-time",
+        type=datetime.fromisoformat,
+        help="with --sample: the upload's reference time (ISO 8601, with zone)",
+    )
     args = parser.parse_args()
     heldout = args.half == "heldout" or (args.file and half_of(args.file) == "heldout")
     if args.show and heldout:

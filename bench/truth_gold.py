@@ -80,40 +80,167 @@ def _has_run(stems: tuple[str, ...], run: tuple[str, ...]) -> bool:
 WORD_RULES = (
     WordRule("plan", ("PLAN", "WANT", "INTEND", "AIM_TO", "HOPE_TO")),
     WordRule("membership", ("MEMBER", "BELONG", "PLAY_FOR", "SIT_ON")),
-    WordRule("role", ("CEO", "CTO", "CFO", "COO", "CHIEF", "PRESIDENT", "DIRECTOR", "CHAIR",
-                      "CHAIRMAN", "CHAIRWOMAN", "CHAIRPERSON", "HEAD_OF", "LEAD", "LED", "MANAGE",
-                      "MANAGER", "VP", "OFFICER", "BOSS", "TREASURER", "SECRETARY", "CAPTAIN",
-                      "COACH")),
-    WordRule("founding", ("FOUND", "FOUNDER", "COFOUND", "CO_FOUND", "ESTABLISH", "SET_UP",
-                          "START", "INCORPORATE")),
-    WordRule("participation", ("PARTICIPATE", "ATTEND", "COMPETE", "TAKE_PART", "TOOK_PART",
-                               "SPEAK_AT", "SPOKE_AT", "PRESENT_AT", "PERFORM_AT", "SIGN_UP",
-                               "REGISTER_FOR", "WORK_ON")),
+    WordRule(
+        "role",
+        (
+            "CEO",
+            "CTO",
+            "CFO",
+            "COO",
+            "CHIEF",
+            "PRESIDENT",
+            "DIRECTOR",
+            "CHAIR",
+            "CHAIRMAN",
+            "CHAIRWOMAN",
+            "CHAIRPERSON",
+            "HEAD_OF",
+            "LEAD",
+            "LED",
+            "MANAGE",
+            "MANAGER",
+            "VP",
+            "OFFICER",
+            "BOSS",
+            "TREASURER",
+            "SECRETARY",
+            "CAPTAIN",
+            "COACH",
+        ),
+    ),
+    WordRule(
+        "founding",
+        ("FOUND", "FOUNDER", "COFOUND", "CO_FOUND", "ESTABLISH", "SET_UP", "START", "INCORPORATE"),
+    ),
+    WordRule(
+        "participation",
+        (
+            "PARTICIPATE",
+            "ATTEND",
+            "COMPETE",
+            "TAKE_PART",
+            "TOOK_PART",
+            "SPEAK_AT",
+            "SPOKE_AT",
+            "PRESENT_AT",
+            "PERFORM_AT",
+            "SIGN_UP",
+            "REGISTER_FOR",
+            "WORK_ON",
+        ),
+    ),
     WordRule("employment", ("WORK", "EMPLOYEE", "STAFF", "INTERN", "JOB_AT")),
     WordRule("employment", ("HIRE", "EMPLOY", "RECRUIT"), reversed=True),
     WordRule("study", ("STUDY", "STUDENT", "GRADUATE", "ENROL", "ENROLL", "ALUMNUS", "ALUMNA")),
     WordRule("residence", ("LIVE", "RESIDE", "RESIDENT", "MOVE_TO", "RELOCATE", "SETTLE_IN")),
     WordRule("location", ("LOCATE", "BASE", "HEADQUARTER", "HQ", "SITUATE")),
-    WordRule("partner", ("MARRY", "MARRIED", "SPOUSE", "HUSBAND", "WIFE", "DATE", "DATING",
-                         "ENGAGE", "BOYFRIEND", "GIRLFRIEND", "FIANCE", "FIANCEE")),
-    WordRule("family", ("MOTHER", "MOM", "MUM", "FATHER", "DAD", "PARENT", "SISTER", "BROTHER",
-                        "SIBLING", "SON", "DAUGHTER", "CHILD", "KID", "GRANDMOTHER", "GRANDMA",
-                        "GRANDFATHER", "GRANDPA", "AUNT", "UNCLE", "COUSIN", "NIECE", "NEPHEW",
-                        "RELATIVE_OF")),
-    WordRule("social", ("FRIEND", "KNOW", "KNEW", "MEET", "MET", "COLLEAGUE", "NEIGHBOR",
-                        "NEIGHBOUR", "MENTOR", "TEAMMATE", "COWORKER")),
-    WordRule("ownership", ("OWN", "OWNER", "ACQUIRE", "BUY", "BOUGHT", "PURCHASE", "TAKE_OVER",
-                           "TOOK_OVER")),
-    WordRule("creation", ("CREATE", "WRITE", "WROTE", "WRITTEN", "BUILD", "BUILT", "DESIGN",
-                          "RELEASE", "PUBLISH", "PRODUCE", "DEVELOP", "AUTHOR", "COMPOSE",
-                          "INVENT", "LAUNCH")),
+    WordRule(
+        "partner",
+        (
+            "MARRY",
+            "MARRIED",
+            "SPOUSE",
+            "HUSBAND",
+            "WIFE",
+            "DATE",
+            "DATING",
+            "ENGAGE",
+            "BOYFRIEND",
+            "GIRLFRIEND",
+            "FIANCE",
+            "FIANCEE",
+        ),
+    ),
+    WordRule(
+        "family",
+        (
+            "MOTHER",
+            "MOM",
+            "MUM",
+            "FATHER",
+            "DAD",
+            "PARENT",
+            "SISTER",
+            "BROTHER",
+            "SIBLING",
+            "SON",
+            "DAUGHTER",
+            "CHILD",
+            "KID",
+            "GRANDMOTHER",
+            "GRANDMA",
+            "GRANDFATHER",
+            "GRANDPA",
+            "AUNT",
+            "UNCLE",
+            "COUSIN",
+            "NIECE",
+            "NEPHEW",
+            "RELATIVE_OF",
+        ),
+    ),
+    WordRule(
+        "social",
+        (
+            "FRIEND",
+            "KNOW",
+            "KNEW",
+            "MEET",
+            "MET",
+            "COLLEAGUE",
+            "NEIGHBOR",
+            "NEIGHBOUR",
+            "MENTOR",
+            "TEAMMATE",
+            "COWORKER",
+        ),
+    ),
+    WordRule(
+        "ownership",
+        ("OWN", "OWNER", "ACQUIRE", "BUY", "BOUGHT", "PURCHASE", "TAKE_OVER", "TOOK_OVER"),
+    ),
+    WordRule(
+        "creation",
+        (
+            "CREATE",
+            "WRITE",
+            "WROTE",
+            "WRITTEN",
+            "BUILD",
+            "BUILT",
+            "DESIGN",
+            "RELEASE",
+            "PUBLISH",
+            "PRODUCE",
+            "DEVELOP",
+            "AUTHOR",
+            "COMPOSE",
+            "INVENT",
+            "LAUNCH",
+        ),
+    ),
     WordRule("likes", ("LIKE", "LOVE", "ENJOY", "PREFER", "FAN", "ADORE")),
-    WordRule("activity", ("PLAY", "PRACTISE", "PRACTICE", "DO", "DID", "TRAIN", "TAKE_UP",
-                          "TOOK_UP")),
+    WordRule(
+        "activity", ("PLAY", "PRACTISE", "PRACTICE", "DO", "DID", "TRAIN", "TAKE_UP", "TOOK_UP")
+    ),
     WordRule("uses", ("USE", "RUN_ON", "RUNS_ON", "RELY_ON")),
     WordRule("part_of", ("PART", "SUBSIDIARY", "DIVISION", "BRANCH", "COMPONENT", "EPISODE")),
-    WordRule("supply", ("SUPPLY", "SUPPLIER", "SELL", "SOLD", "SPONSOR", "PARTNER", "CLIENT",
-                        "CUSTOMER", "VENDOR", "PROVIDE", "PROVIDER")),
+    WordRule(
+        "supply",
+        (
+            "SUPPLY",
+            "SUPPLIER",
+            "SELL",
+            "SOLD",
+            "SPONSOR",
+            "PARTNER",
+            "CLIENT",
+            "CUSTOMER",
+            "VENDOR",
+            "PROVIDE",
+            "PROVIDER",
+        ),
+    ),
 )
 
 
@@ -204,8 +331,15 @@ def _gold_fact(row: dict[str, Any]) -> GoldFact:
     for period in (row.get("start"), row.get("end")):
         if period is not None and not _PERIOD.fullmatch(period):
             raise ValueError(f"{period!r} is no year, month or day (YYYY[-MM[-DD]])")
-    return GoldFact(row["subject"], row["relation"], row["object"], row.get("start"),
-                    row.get("end"), bool(row.get("optional")), row.get("kind"))
+    return GoldFact(
+        row["subject"],
+        row["relation"],
+        row["object"],
+        row.get("start"),
+        row.get("end"),
+        bool(row.get("optional")),
+        row.get("kind"),
+    )
 
 
 def gold_load(path: Path, half: str) -> GoldText:
@@ -213,12 +347,17 @@ def gold_load(path: Path, half: str) -> GoldText:
     try:
         raw = json.loads(path.read_text())
         return GoldText(
-            path=path, half=half, style=raw["style"], kind=raw["kind"],
+            path=path,
+            half=half,
+            style=raw["style"],
+            kind=raw["kind"],
             reference_time=datetime.fromisoformat(raw["reference_time"]),
-            text=raw.get("text") or "", messages=tuple(raw.get("messages") or ()),
+            text=raw.get("text") or "",
+            messages=tuple(raw.get("messages") or ()),
             entities=tuple(
-                GoldEntity(e["name"], e["type"], tuple(e.get("aliases") or ()),
-                           bool(e.get("optional")))
+                GoldEntity(
+                    e["name"], e["type"], tuple(e.get("aliases") or ()), bool(e.get("optional"))
+                )
                 for e in raw["entities"]
             ),
             facts=tuple(_gold_fact(f) for f in raw.get("facts") or ()),
@@ -293,17 +432,29 @@ class ProductGraph:
         for alias in exported["alias"]:
             aliases.setdefault(survivor(alias["entity"]), []).append(alias["name"])
         entities = {
-            key: ProductEntity(row["name"], row.get("entity_type") or "",
-                               tuple(aliases.get(key, ())), row.get("summary") or "")
-            for key, row in rows.items() if not row.get("merged_into")
+            key: ProductEntity(
+                row["name"],
+                row.get("entity_type") or "",
+                tuple(aliases.get(key, ())),
+                row.get("summary") or "",
+            )
+            for key, row in rows.items()
+            if not row.get("merged_into")
         }
+
         def entity(record: Any) -> ProductEntity:
             key = survivor(record)
             return entities.get(key) or ProductEntity(f"<missing {key}>", "")
 
         facts = tuple(
-            ProductFact(entity(f["in"]), f["relation"], entity(f["out"]), f.get("fact") or "",
-                        f.get("valid_at"), f.get("invalid_at"))
+            ProductFact(
+                entity(f["in"]),
+                f["relation"],
+                entity(f["out"]),
+                f.get("fact") or "",
+                f.get("valid_at"),
+                f.get("invalid_at"),
+            )
             for f in exported["relates_to"]
             if f.get("expired_at") is None or f["expired_at"] > now
         )
@@ -319,8 +470,11 @@ def fact_matches(fact: ProductFact, gold: GoldFact, text: GoldText) -> bool:
     if gold.family != "other" and family.name != gold.family:
         return False
     subject, obj = text.keys(gold.subject), text.keys(gold.object)
-    ends = (fact.object.keys, fact.subject.keys) if family.reversed else (
-        fact.subject.keys, fact.object.keys)
+    ends = (
+        (fact.object.keys, fact.subject.keys)
+        if family.reversed
+        else (fact.subject.keys, fact.object.keys)
+    )
     if ends[0] & subject and ends[1] & obj:
         return True
     return gold.family in SYMMETRIC and bool(ends[1] & subject and ends[0] & obj)
@@ -403,11 +557,13 @@ def _time_counts(matches: Matches) -> dict[str, int]:
     ended = [(g, facts) for g, facts in matches if g.end and not g.optional]
     return {
         "starts": len(started),
-        "starts_right": sum(any(in_period(g.start or "", f.valid_at) for f in facts)
-                            for g, facts in started),
+        "starts_right": sum(
+            any(in_period(g.start or "", f.valid_at) for f in facts) for g, facts in started
+        ),
         "endings": len(ended),
-        "endings_found": sum(any(in_period(g.end or "", f.invalid_at) for f in facts)
-                             for g, facts in ended),
+        "endings_found": sum(
+            any(in_period(g.end or "", f.invalid_at) for f in facts) for g, facts in ended
+        ),
         "endings_any": sum(any(f.invalid_at for f in facts) for _, facts in ended),
     }
 
@@ -422,8 +578,9 @@ def score_text(text: GoldText, graph: ProductGraph, now: datetime) -> Score:
         **_fact_counts(graph, matches),
         **_time_counts(matches),
         non_facts=len(text.non_facts),
-        non_facts_current=sum(any(fact_matches(f, n, text) for f in current)
-                              for n in text.non_facts),
+        non_facts_current=sum(
+            any(fact_matches(f, n, text) for f in current) for n in text.non_facts
+        ),
     )
 
 
@@ -431,10 +588,16 @@ def misses(text: GoldText, graph: ProductGraph) -> list[str]:
     """For --show: what matches nothing, on either side, and dates that are wrong."""
     matches = fact_matching(text, graph)
     matching = {id(f) for _, facts in matches for f in facts}
-    lines = [f"    entity matching nothing: {p.name} ({p.type})" for p in graph.entities
-             if not any(p.keys & g.keys for g in text.entities)]
-    lines += [f"    fact matching nothing: {f}  ({relation_family(f.relation).name})"
-              for f in graph.facts if id(f) not in matching]
+    lines = [
+        f"    entity matching nothing: {p.name} ({p.type})"
+        for p in graph.entities
+        if not any(p.keys & g.keys for g in text.entities)
+    ]
+    lines += [
+        f"    fact matching nothing: {f}  ({relation_family(f.relation).name})"
+        for f in graph.facts
+        if id(f) not in matching
+    ]
     for g, facts in matches:
         label = f"{g.subject} {g.family} {g.object} [{g.start or '-'} .. {g.end or '-'}]"
         if not facts and not g.optional:

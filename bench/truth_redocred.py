@@ -27,8 +27,31 @@ UNNAMED_TYPES = frozenset({"TIME", "NUM"})  # the product keeps dates as fact ti
 # --- The text back from its tokens ---------------------------------------------------
 
 _NO_SPACE_BEFORE = frozenset(
-    {",", ".", ";", ":", "!", "?", ")", "]", "}", "%", "...", "”", "’", "-", "–",
-     "'s", "’s", "n't", "'m", "'re", "'ve", "'ll", "'d"}
+    {
+        ",",
+        ".",
+        ";",
+        ":",
+        "!",
+        "?",
+        ")",
+        "]",
+        "}",
+        "%",
+        "...",
+        "”",
+        "’",
+        "-",
+        "–",
+        "'s",
+        "’s",
+        "n't",
+        "'m",
+        "'re",
+        "'ve",
+        "'ll",
+        "'d",
+    }
 )
 _NO_SPACE_AFTER = frozenset({"(", "[", "{", "$", "#", "“", "‘", "-", "–"})
 
@@ -209,10 +232,19 @@ FIGURES = (
     Figure("annotated named entities found", "named_found", "named", 0.90),
     Figure("related pairs joined, no TIME/NUM entity", "named_pairs_joined", "named_pairs", 0.25),
     Figure("  the same, all related pairs", "pairs_joined", "pairs", None),
-    Figure("facts between annotated entities joining a related pair",
-           "facts_between_related", "facts_between", 0.75),
-    Figure("facts with an endpoint no annotated entity", "facts_unannotated", "facts", 0.20,
-           at_most=True),
+    Figure(
+        "facts between annotated entities joining a related pair",
+        "facts_between_related",
+        "facts_between",
+        0.75,
+    ),
+    Figure(
+        "facts with an endpoint no annotated entity",
+        "facts_unannotated",
+        "facts",
+        0.20,
+        at_most=True,
+    ),
 )
 
 
@@ -258,12 +290,19 @@ def _cell(figure: Figure, score: RedocredScore) -> str:
 def redocred_table(halves: dict[str, RedocredScore]) -> list[str]:
     """One row per figure: each half and all items, the target, whether the held-out
     half meets it."""
-    header = ("figure", *(f"{name} ({s.items} items)" for name, s in halves.items()),
-              "target", "held-out met")
+    header = (
+        "figure",
+        *(f"{name} ({s.items} items)" for name, s in halves.items()),
+        "target",
+        "held-out met",
+    )
     rows = [header]
     for figure in FIGURES:
-        target = "" if figure.target is None else (
-            f"{'<=' if figure.at_most else '>='} {figure.target * 100:.0f}%")
+        target = (
+            ""
+            if figure.target is None
+            else (f"{'<=' if figure.at_most else '>='} {figure.target * 100:.0f}%")
+        )
         cells = [_cell(figure, score) for score in halves.values()]
         rows.append((figure.label, *cells, target, figure.met(figure.value(halves["heldout"]))))
     return aligned(rows)

@@ -186,9 +186,14 @@ def build_usearch(dtype: str) -> Build:
     def build(matrix: np.ndarray, path: Path, settings: Settings) -> tuple[float, float]:
         from usearch.index import Index
 
-        index = Index(ndim=settings.dim, metric="ip", dtype=dtype,
-                      connectivity=settings.connectivity, expansion_add=settings.expansion_add,
-                      expansion_search=settings.expansion_search)
+        index = Index(
+            ndim=settings.dim,
+            metric="ip",
+            dtype=dtype,
+            connectivity=settings.connectivity,
+            expansion_add=settings.expansion_add,
+            expansion_search=settings.expansion_search,
+        )
         added, _ = timed(index.add, np.arange(len(matrix)), matrix, threads=2)
         return added, timed(index.save, str(path))[0]
 
@@ -201,8 +206,9 @@ def build_faiss(kind: str) -> Build:
 
         faiss.omp_set_num_threads(2)
         if kind == "hnsw":
-            index = faiss.IndexHNSWFlat(settings.dim, settings.connectivity,
-                                        faiss.METRIC_INNER_PRODUCT)
+            index = faiss.IndexHNSWFlat(
+                settings.dim, settings.connectivity, faiss.METRIC_INNER_PRODUCT
+            )
             index.hnsw.efConstruction = settings.expansion_add
         else:
             index = faiss.IndexFlatIP(settings.dim)
@@ -216,8 +222,9 @@ def build_hnswlib(matrix: np.ndarray, path: Path, settings: Settings) -> tuple[f
     import hnswlib
 
     index = hnswlib.Index(space="ip", dim=settings.dim)
-    index.init_index(max_elements=len(matrix), M=settings.connectivity,
-                     ef_construction=settings.expansion_add)
+    index.init_index(
+        max_elements=len(matrix), M=settings.connectivity, ef_construction=settings.expansion_add
+    )
     added, _ = timed(index.add_items, matrix, np.arange(len(matrix)), num_threads=2)
     return added, timed(index.save_index, str(path))[0]
 
@@ -237,20 +244,35 @@ def faiss_reader(flag: str) -> Callable[[Path, Settings], Searcher]:
 
 ENGINES = {
     "numpy": Engine("numpy exact scan (now)", MATRIX, "numpy", NumpyScan, build_numpy),
-    "usearch-f32": Engine("usearch f32 view", "f32.usearch", "usearch.index", UsearchView,
-                          build_usearch("f32")),
-    "usearch-f16": Engine("usearch f16 view", "f16.usearch", "usearch.index", UsearchView,
-                          build_usearch("f16")),
-    "usearch-i8": Engine("usearch i8 view", "i8.usearch", "usearch.index", UsearchView,
-                         build_usearch("i8")),
-    "faiss-hnsw": Engine("faiss HNSWFlat MMAP_IFC", "hnsw.faiss", "faiss",
-                         faiss_reader("IO_FLAG_MMAP_IFC"), build_faiss("hnsw")),
-    "faiss-hnsw-mmap": Engine("faiss HNSWFlat IO_FLAG_MMAP", "hnsw.faiss", "faiss",
-                              faiss_reader("IO_FLAG_MMAP"), None),
-    "faiss-flat": Engine("faiss FlatIP MMAP_IFC", "flat.faiss", "faiss",
-                         faiss_reader("IO_FLAG_MMAP_IFC"), build_faiss("flat")),
-    "hnswlib": Engine("hnswlib (load_index)", "index.hnswlib", "hnswlib", HnswlibReader,
-                      build_hnswlib),
+    "usearch-f32": Engine(
+        "usearch f32 view", "f32.usearch", "usearch.index", UsearchView, build_usearch("f32")
+    ),
+    "usearch-f16": Engine(
+        "usearch f16 view", "f16.usearch", "usearch.index", UsearchView, build_usearch("f16")
+    ),
+    "usearch-i8": Engine(
+        "usearch i8 view", "i8.usearch", "usearch.index", UsearchView, build_usearch("i8")
+    ),
+    "faiss-hnsw": Engine(
+        "faiss HNSWFlat MMAP_IFC",
+        "hnsw.faiss",
+        "faiss",
+        faiss_reader("IO_FLAG_MMAP_IFC"),
+        build_faiss("hnsw"),
+    ),
+    "faiss-hnsw-mmap": Engine(
+        "faiss HNSWFlat IO_FLAG_MMAP", "hnsw.faiss", "faiss", faiss_reader("IO_FLAG_MMAP"), None
+    ),
+    "faiss-flat": Engine(
+        "faiss FlatIP MMAP_IFC",
+        "flat.faiss",
+        "faiss",
+        faiss_reader("IO_FLAG_MMAP_IFC"),
+        build_faiss("flat"),
+    ),
+    "hnswlib": Engine(
+        "hnswlib (load_index)", "index.hnswlib", "hnswlib", HnswlibReader, build_hnswlib
+    ),
 }
 
 
@@ -279,8 +301,15 @@ def sweep(searcher: UsearchView, queries: np.ndarray, rng: np.random.Generator) 
             short += len(kept) < K
             kth = matrix[exact[-1]] @ query
             recalls.append(np.count_nonzero(matrix[kept] @ query >= kth - TIE) / K)
-        figures.append({"share": share, "over_s": over_s, "exact_s": exact_s,
-                        "recall": float(np.mean(recalls)), "short": short / len(queries)})
+        figures.append(
+            {
+                "share": share,
+                "over_s": over_s,
+                "exact_s": exact_s,
+                "recall": float(np.mean(recalls)),
+                "short": short / len(queries),
+            }
+        )
     return figures
 
 
@@ -310,12 +339,16 @@ def read(key: str, settings: Settings) -> dict:
             elapsed, found = timed(searcher.search, query, mask)
             seconds.append(elapsed)
             ids.append(found.tolist())
-        results[name] = {"seconds": seconds, "ids": ids,
-                         "exact": searcher.exact_searches / len(queries)}
+        results[name] = {
+            "seconds": seconds,
+            "ids": ids,
+            "exact": searcher.exact_searches / len(queries),
+        }
     after = memory()
     report = {
         "import_mib": imported["RssAnon"] - start["RssAnon"],
-        "open_s": open_s, "first_s": first_s,
+        "open_s": open_s,
+        "first_s": first_s,
         "opened_mib": opened["RssAnon"] - before["RssAnon"],
         "queried_mib": after["RssAnon"] - before["RssAnon"],
         "mapped_mib": after["RssFile"] - before["RssFile"],
@@ -384,19 +417,40 @@ def update(settings: Settings, matrix: np.ndarray, rng: np.random.Generator) -> 
     os.replace(staged, path)  # the reader's map keeps the old file's pages
     old_view_works = len(reader.search(fresh[0], K, threads=1).keys) == K
     view_s, reader = timed(Index.restore, str(path), view=True, enable_key_lookups=False)
-    found = np.mean([key in reader.search(row, K, threads=1).keys
-                     for row, key in zip(fresh, keys, strict=True)])
-    return {"load_s": load_s, "add_s": add_s, "save_s": save_s, "view_s": view_s,
-            "old_view_works": old_view_works, "found": float(found), "rows": len(writer)}
+    found = np.mean(
+        [key in reader.search(row, K, threads=1).keys for row, key in zip(fresh, keys, strict=True)]
+    )
+    return {
+        "load_s": load_s,
+        "add_s": add_s,
+        "save_s": save_s,
+        "view_s": view_s,
+        "old_view_works": old_view_works,
+        "found": float(found),
+        "rows": len(writer),
+    }
 
 
 def run_reader(key: str, settings: Settings) -> dict:
     """Runs `read` in a fresh interpreter, one thread for BLAS and OpenMP."""
-    command = [sys.executable, __file__, "--reader", key, "--workdir", str(settings.workdir),
-               "--connectivity", str(settings.connectivity),
-               "--expansion-search", str(settings.expansion_search),
-               "--oversample", str(settings.oversample),
-               "--exact-below", str(settings.exact_below), "--seed", str(settings.seed)]
+    command = [
+        sys.executable,
+        __file__,
+        "--reader",
+        key,
+        "--workdir",
+        str(settings.workdir),
+        "--connectivity",
+        str(settings.connectivity),
+        "--expansion-search",
+        str(settings.expansion_search),
+        "--oversample",
+        str(settings.oversample),
+        "--exact-below",
+        str(settings.exact_below),
+        "--seed",
+        str(settings.seed),
+    ]
     env = {**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
     done = subprocess.run(command, env=env, check=True, stdout=subprocess.PIPE, text=True)
     return json.loads(done.stdout)
@@ -407,59 +461,82 @@ def main(settings: Settings) -> None:
     matrix = fact_vectors(settings.facts)
     settings.dim = matrix.shape[1]
     queries = noisy(matrix, settings.queries, rng)
-    masks = {name: None if share == 1.0 else rng.random(len(matrix)) < share
-             for name, share in FILTERS.items()}
+    masks = {
+        name: None if share == 1.0 else rng.random(len(matrix)) < share
+        for name, share in FILTERS.items()
+    }
     settings.workdir.mkdir(parents=True, exist_ok=True)
-    np.savez(settings.workdir / "inputs.npz", queries=queries,
-             **{name: mask for name, mask in masks.items() if mask is not None})
-    print(f"{len(matrix)} facts, {matrix.shape[1]}-d; {len(queries)} queries, k = {K}; "
-          f"M = {settings.connectivity}, ef_add = {settings.expansion_add}, "
-          f"ef_search = {settings.expansion_search}; usearch over-fetch x{settings.oversample}, "
-          f"exact below {settings.exact_below:.0%} of rows; load average {os.getloadavg()[0]:.2f}")
+    np.savez(
+        settings.workdir / "inputs.npz",
+        queries=queries,
+        **{name: mask for name, mask in masks.items() if mask is not None},
+    )
+    print(
+        f"{len(matrix)} facts, {matrix.shape[1]}-d; {len(queries)} queries, k = {K}; "
+        f"M = {settings.connectivity}, ef_add = {settings.expansion_add}, "
+        f"ef_search = {settings.expansion_search}; usearch over-fetch x{settings.oversample}, "
+        f"exact below {settings.exact_below:.0%} of rows; load average {os.getloadavg()[0]:.2f}"
+    )
 
-    print(f"\n{'engine':<26}{'add s':>8}{'save s':>8}{'file MiB':>10}{'import':>8}"
-          f"{'open ms':>9}{'1st ms':>8}{'anon open':>11}{'anon all':>10}{'mapped':>8}")
+    print(
+        f"\n{'engine':<26}{'add s':>8}{'save s':>8}{'file MiB':>10}{'import':>8}"
+        f"{'open ms':>9}{'1st ms':>8}{'anon open':>11}{'anon all':>10}{'mapped':>8}"
+    )
     reports = {}
     for key, engine in ENGINES.items():
         path = settings.workdir / engine.file
         add_s, save_s = engine.build(matrix, path, settings) if engine.build else (0.0, 0.0)
         reports[key] = report = run_reader(key, settings)
         built = f"{add_s:8.1f}{save_s:8.2f}" if engine.build else f"{'(same file)':>16}"
-        print(f"{engine.label:<26}{built}{path.stat().st_size / 2**20:10.1f}"
-              f"{report['import_mib']:8.1f}{report['open_s'] * 1000:9.1f}"
-              f"{report['first_s'] * 1000:8.1f}{report['opened_mib']:11.1f}"
-              f"{report['queried_mib']:10.1f}{report['mapped_mib']:8.1f}")
-    print("(MiB of RssAnon: import = the library; anon open / anon all = after opening / after "
-          "every query; mapped = RssFile after every query; 1st = first search, cold)")
+        print(
+            f"{engine.label:<26}{built}{path.stat().st_size / 2**20:10.1f}"
+            f"{report['import_mib']:8.1f}{report['open_s'] * 1000:9.1f}"
+            f"{report['first_s'] * 1000:8.1f}{report['opened_mib']:11.1f}"
+            f"{report['queried_mib']:10.1f}{report['mapped_mib']:8.1f}"
+        )
+    print(
+        "(MiB of RssAnon: import = the library; anon open / anon all = after opening / after "
+        "every query; mapped = RssFile after every query; 1st = first search, cold)"
+    )
 
-    print(f"\n{'engine':<26}" + "".join(f"{f'filter {name}: p50 p95 ms, recall, exact':>42}"
-                                         for name in FILTERS))
+    print(
+        f"\n{'engine':<26}"
+        + "".join(f"{f'filter {name}: p50 p95 ms, recall, exact':>42}" for name in FILTERS)
+    )
     scores = {name: truth(matrix, queries, mask) for name, mask in masks.items()}
     for key, engine in ENGINES.items():
         cells = []
         for name in FILTERS:
             result = reports[key]["filters"][name]
-            cells.append(f"{percentile(result['seconds'], 0.5):14.2f}"
-                         f"{percentile(result['seconds'], 0.95):8.2f}"
-                         f"{recall(scores[name], result['ids']):10.3f}"
-                         f"{result['exact']:10.0%}")
+            cells.append(
+                f"{percentile(result['seconds'], 0.5):14.2f}"
+                f"{percentile(result['seconds'], 0.95):8.2f}"
+                f"{recall(scores[name], result['ids']):10.3f}"
+                f"{result['exact']:10.0%}"
+            )
         print(f"{engine.label:<26}" + "".join(cells))
 
     print(f"\n{SWEEP_ENGINE}: over-fetch alone against an exact scan of the masked rows")
-    print(f"{'mask share':>10}{'rows':>8}{'over p50':>10}{'p95':>8}{'recall':>8}{'short':>8}"
-          f"{'exact p50':>11}{'p95':>8}")
+    print(
+        f"{'mask share':>10}{'rows':>8}{'over p50':>10}{'p95':>8}{'recall':>8}{'short':>8}"
+        f"{'exact p50':>11}{'p95':>8}"
+    )
     for row in reports[SWEEP_ENGINE]["sweep"]:
-        print(f"{row['share']:10.0%}{round(row['share'] * len(matrix)):8d}"
-              f"{percentile(row['over_s'], 0.5):10.2f}{percentile(row['over_s'], 0.95):8.2f}"
-              f"{row['recall']:8.3f}{row['short']:8.0%}"
-              f"{percentile(row['exact_s'], 0.5):11.2f}{percentile(row['exact_s'], 0.95):8.2f}")
+        print(
+            f"{row['share']:10.0%}{round(row['share'] * len(matrix)):8d}"
+            f"{percentile(row['over_s'], 0.5):10.2f}{percentile(row['over_s'], 0.95):8.2f}"
+            f"{row['recall']:8.3f}{row['short']:8.0%}"
+            f"{percentile(row['exact_s'], 0.5):11.2f}{percentile(row['exact_s'], 0.95):8.2f}"
+        )
 
     figures = update(settings, matrix, rng)
-    print(f"\nusearch f16 update: writer load {figures['load_s'] * 1000:.0f} ms, add "
-          f"{settings.added} rows {figures['add_s'] * 1000:.0f} ms, save {figures['rows']} rows "
-          f"{figures['save_s'] * 1000:.0f} ms, rename; old view still answers: "
-          f"{figures['old_view_works']}; new view {figures['view_s'] * 1000:.1f} ms, "
-          f"has {figures['found']:.0%} of the added rows in their own top {K}")
+    print(
+        f"\nusearch f16 update: writer load {figures['load_s'] * 1000:.0f} ms, add "
+        f"{settings.added} rows {figures['add_s'] * 1000:.0f} ms, save {figures['rows']} rows "
+        f"{figures['save_s'] * 1000:.0f} ms, rename; old view still answers: "
+        f"{figures['old_view_works']}; new view {figures['view_s'] * 1000:.1f} ms, "
+        f"has {figures['found']:.0%} of the added rows in their own top {K}"
+    )
     print(f"load average at the end {os.getloadavg()[0]:.2f} (other work skews the timings)")
 
 
@@ -470,10 +547,18 @@ if __name__ == "__main__":
     parser.add_argument("--connectivity", type=int, default=16, help="HNSW M")
     parser.add_argument("--expansion-add", type=int, default=128, help="HNSW ef_construction")
     parser.add_argument("--expansion-search", type=int, default=64, help="HNSW ef_search")
-    parser.add_argument("--oversample", type=float, default=2.0,
-                        help="usearch fetches k * oversample / mask share rows")
-    parser.add_argument("--exact-below", type=float, default=0.1,
-                        help="usearch scans exactly when the mask keeps less than this share")
+    parser.add_argument(
+        "--oversample",
+        type=float,
+        default=2.0,
+        help="usearch fetches k * oversample / mask share rows",
+    )
+    parser.add_argument(
+        "--exact-below",
+        type=float,
+        default=0.1,
+        help="usearch scans exactly when the mask keeps less than this share",
+    )
     parser.add_argument("--added", type=int, default=1000, help="rows the writer adds")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--workdir", type=Path, default=WORKDIR)

@@ -72,8 +72,12 @@ class Proc:
         with self.log.open("ab") as out:
             out.write(f"\n=== start {self.starts} at {time.time():.3f}\n".encode())
             self.process = subprocess.Popen(
-                self.command, env=self.env, cwd=settings.BASE_DIR, stdout=out,
-                stderr=subprocess.STDOUT, start_new_session=True,
+                self.command,
+                env=self.env,
+                cwd=settings.BASE_DIR,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
             )
 
     @property
@@ -172,9 +176,20 @@ class Cluster:
         for name in MACHINES:
             self.machines[name] = self._machine(name, base)
         self.beat = Proc(
-            "beat", [sys.executable, "-m", "celery", "-A", "kgapp.celery", "beat",
-                     "--loglevel=INFO", "--schedule", str(self.root / "beat-schedule")],
-            {**base, "KG_VAR_DIR": str(self.root / "beat")}, self.root / "beat.log",
+            "beat",
+            [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "kgapp.celery",
+                "beat",
+                "--loglevel=INFO",
+                "--schedule",
+                str(self.root / "beat-schedule"),
+            ],
+            {**base, "KG_VAR_DIR": str(self.root / "beat")},
+            self.root / "beat.log",
             _log_says(r"beat: Starting"),
         )
         try:
@@ -250,21 +265,47 @@ class Cluster:
         url = f"http://127.0.0.1:{port}"
         web = Proc(
             f"web-{name}",
-            [sys.executable, "-m", "kgapp.web.serve", "-b", "127.0.0.1", "-p", str(port),
-             "kgapp.asgi:application"],
-            env, self.root / f"web-{name}.log", _answers_health(url),
+            [
+                sys.executable,
+                "-m",
+                "kgapp.web.serve",
+                "-b",
+                "127.0.0.1",
+                "-p",
+                str(port),
+                "kgapp.asgi:application",
+            ],
+            env,
+            self.root / f"web-{name}.log",
+            _answers_health(url),
         )
         worker = Proc(
             f"worker-{name}",
-            [sys.executable, "-m", "celery", "-A", "kgapp.celery", "worker", "--pool=solo",
-             "--loglevel=INFO", "--without-heartbeat", "--without-gossip", "--without-mingle",
-             "-n", f"worker-{name}@%h"],
-            env, self.root / f"worker-{name}.log", _log_says(r"worker-\w@\S+ ready\."),
+            [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "kgapp.celery",
+                "worker",
+                "--pool=solo",
+                "--loglevel=INFO",
+                "--without-heartbeat",
+                "--without-gossip",
+                "--without-mingle",
+                "-n",
+                f"worker-{name}@%h",
+            ],
+            env,
+            self.root / f"worker-{name}.log",
+            _log_says(r"worker-\w@\S+ ready\."),
         )
         indexer = Proc(
             f"indexer-{name}",
             [sys.executable, "manage.py", "search_indexer", "--poll", "0.2"],
-            env, self.root / f"indexer-{name}.log", _log_says(r"search indexer: "),
+            env,
+            self.root / f"indexer-{name}.log",
+            _log_says(r"search indexer: "),
         )
         return Machine(name, var_dir, search_dir, url, web, worker, indexer)
 

@@ -60,11 +60,16 @@ class Upload:
 
     def data(self) -> bytes:
         # Messages seven hours apart: each becomes an episode of its own.
-        return json.dumps([
-            {"speaker": person, "text": f"I work at {place}.",
-             "timestamp": 1_700_000_000 + i * 7 * 3600}
-            for i, (person, place) in enumerate(zip(self.people(), self.places(), strict=True))
-        ]).encode()
+        return json.dumps(
+            [
+                {
+                    "speaker": person,
+                    "text": f"I work at {place}.",
+                    "timestamp": 1_700_000_000 + i * 7 * 3600,
+                }
+                for i, (person, place) in enumerate(zip(self.people(), self.places(), strict=True))
+            ]
+        ).encode()
 
 
 def uploads(sizes: list[int], first: int = 0) -> list[Upload]:
@@ -127,8 +132,9 @@ class Follower:
         socket_url = url.replace("http://", "ws://") + f"/ws/t/{self.slug}/graph/{since}"
         headers = {"Origin": url, "Cookie": self.cookie}
         with contextlib.suppress(OSError, TimeoutError, WebSocketException):
-            async with connect(socket_url, additional_headers=headers, open_timeout=10,
-                               max_size=None) as ws:
+            async with connect(
+                socket_url, additional_headers=headers, open_timeout=10, max_size=None
+            ) as ws:
                 self.servers.append(machine)
                 async for raw in ws:
                     self._take(json.loads(raw))
@@ -168,8 +174,11 @@ async def feed_truth(graph: Any, since: int) -> list[Seen]:
     cursor: live.Cursor = since + 1
     while True:
         read = await graph.arun(live.read_feed, cursor)
-        found += [(c.versionstamp, c.table, c.record, c.action)
-                  for entry in read.entries for c in entry.changes]
+        found += [
+            (c.versionstamp, c.table, c.record, c.action)
+            for entry in read.entries
+            for c in entry.changes
+        ]
         cursor = read.cursor
         if not read.more:
             return found
@@ -251,8 +260,7 @@ class SearchProbe:
     async def _search(self, client: httpx.AsyncClient, url: str, asked: list[str]) -> dict:
         answer = await client.post(
             f"{url}/api/v1/t/{self.slug}/search",
-            json={"query": " ".join(asked), "scopes": ["facts"], "methods": ["bm25"],
-                  "limit": 100},
+            json={"query": " ".join(asked), "scopes": ["facts"], "methods": ["bm25"], "limit": 100},
         )
         answer.raise_for_status()
         wanted = set(asked)
@@ -269,8 +277,11 @@ class SearchProbe:
 
     def lags(self, commits: dict[str, float]) -> dict[str, float]:
         """Seconds from each fact's commit to the moment every live server found it."""
-        return {w: self.agreed[w] - commits[r] for w, r in self.records.items()
-                if w in self.agreed and r in commits}
+        return {
+            w: self.agreed[w] - commits[r]
+            for w, r in self.records.items()
+            if w in self.agreed and r in commits
+        }
 
 
 def _kind(error: Exception) -> str:
@@ -282,8 +293,11 @@ def _kind(error: Exception) -> str:
 def commit_times(feed: list[Seen]) -> dict[str, float]:
     """When each fact was committed: its creation's versionstamp is the server's clock in
     milliseconds, shifted left 16 bits (kgapp/graph/live.py)."""
-    return {record: (stamp >> 16) / 1000 for stamp, table, record, action in feed
-            if table == "relates_to" and action == "CREATE"}
+    return {
+        record: (stamp >> 16) / 1000
+        for stamp, table, record, action in feed
+        if table == "relates_to" and action == "CREATE"
+    }
 
 
 # --- the graph and a machine's index ------------------------------------------------------
@@ -293,8 +307,11 @@ def graph_counts(graph: Any) -> dict[str, Any]:
     episodes = graph.query("SELECT VALUE id FROM episode")[0]
     entities = graph.query("SELECT VALUE [name, entity_type] FROM entity")[0]
     facts = graph.query("SELECT VALUE [in.name, out.name] FROM relates_to")[0]
-    return {"episodes": len(episodes), "entities": sorted(map(tuple, entities)),
-            "facts": sorted(map(tuple, facts))}
+    return {
+        "episodes": len(episodes),
+        "entities": sorted(map(tuple, entities)),
+        "facts": sorted(map(tuple, facts)),
+    }
 
 
 def index_matches_graph(graph: Any, search_dir: Path, namespace: str) -> dict[str, Any]:
@@ -307,7 +324,10 @@ def index_matches_graph(graph: Any, search_dir: Path, namespace: str) -> dict[st
     facts = set(to_json(graph.query("SELECT VALUE id FROM relates_to")[0]))
     entities = set(to_json(graph.query("SELECT VALUE id FROM entity WHERE merged_into = NONE")[0]))
     differences: dict[str, Any] = {}
-    for name, table, records in (("facts", index.facts, facts), ("entities", index.entities, entities)):
+    for name, table, records in (
+        ("facts", index.facts, facts),
+        ("entities", index.entities, entities),
+    ):
         alive = [row for row, live_row in enumerate(table.column("alive")) if live_row]
         indexed = {table.keys[row] for row in alive}
         texts = Counter(_text_rows(table))
@@ -344,8 +364,9 @@ def cluster_user(tenant) -> tuple[str, str]:
     return token, session_cookie(user)
 
 
-async def send(client: httpx.AsyncClient, cluster: Cluster, slug: str, items: list[Upload],
-               probe: SearchProbe) -> list[str]:
+async def send(
+    client: httpx.AsyncClient, cluster: Cluster, slug: str, items: list[Upload], probe: SearchProbe
+) -> list[str]:
     """Each upload to the two web servers in turn; their facts become expected."""
     urls = [url for _, url in sorted(cluster.web_urls().items())]
     ids = []
@@ -359,8 +380,9 @@ async def warm(client: httpx.AsyncClient, cluster: Cluster, slug: str) -> None:
     """A first search loads the search code and opens the index in each web process:
     done before anything is timed, as any serving process has."""
     for url in cluster.web_urls().values():
-        answer = await client.post(f"{url}/api/v1/t/{slug}/search",
-                                   json={"query": "warm", "methods": ["bm25"]})
+        answer = await client.post(
+            f"{url}/api/v1/t/{slug}/search", json={"query": "warm", "methods": ["bm25"]}
+        )
         assert answer.status_code == 200, answer.text
 
 
@@ -368,8 +390,7 @@ async def wait_jobs(graph: Any, ids: list[str], timeout: float) -> dict[str, dic
     """The jobs' rows once every one has ended (or as they are at the deadline)."""
     deadline = time.monotonic() + timeout
     while True:
-        rows = {i: to_json(await graph.arun(jobs.job_get, parse_record_id(i, "job")))
-                for i in ids}
+        rows = {i: to_json(await graph.arun(jobs.job_get, parse_record_id(i, "job"))) for i in ids}
         ended = all(row["status"] in ("completed", "failed") for row in rows.values())
         if ended or time.monotonic() > deadline:
             return rows
@@ -383,8 +404,11 @@ async def watching(
     """Two explorer sockets on each machine's web server and a search probe, running and
     connected for the block; stopped at its end."""
     probe = SearchProbe(cluster.web_urls, slug, token)
-    followers = [Follower(f"{m}{n}", m, cluster.web_urls, slug, cookie)
-                 for m in sorted(cluster.machines) for n in (1, 2)]
+    followers = [
+        Follower(f"{m}{n}", m, cluster.web_urls, slug, cookie)
+        for m in sorted(cluster.machines)
+        for n in (1, 2)
+    ]
     tasks = [asyncio.create_task(f.follow()) for f in followers]
     tasks.append(asyncio.create_task(probe.run()))
     try:

@@ -49,9 +49,20 @@ def extraction(body: dict[str, Any], pause: float = 0.0) -> dict[str, Any]:
 def works_at(person: str, place: str) -> dict[str, Any]:
     """An extraction answer: the person, the organisation, and one WORKS_AT fact."""
     return {
-        "entities": [{"name": person, "entity_type": "Person", "summary": ""},
-                     {"name": place, "entity_type": "Organization", "summary": ""}],
-        "facts": [{"source": person, "relation": "WORKS_AT", "target": place,
-                   "fact": f"{person} works at {place}.", "edge_type": "semantic",
-                   "confidence": 1.0, "valid_at": None, "invalid_at": None}],
+        "entities": [
+            {"name": person, "entity_type": "Person", "summary": ""},
+            {"name": place, "entity_type": "Organization", "summary": ""},
+        ],
+        "facts": [
+            {
+                "source": person,
+                "relation": "WORKS_AT",
+                "target": place,
+                "fact": f"{person} works at {place}.",
+                "edge_type": "semantic",
+                "confidence": 1.0,
+                "valid_at": None,
+                "invalid_at": None,
+            }
+        ],
     }

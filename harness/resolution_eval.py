@@ -62,7 +62,9 @@ class Outcome:
             counts = Counter((p["same"], self.verdicts[p["id"]]) for p in chosen)
             merged_same, merged_diff = counts[(True, "merged")], counts[(False, "merged")]
             same = sum(1 for p in chosen if p["same"])
-            precision = merged_same / (merged_same + merged_diff) if merged_same + merged_diff else 1.0
+            precision = (
+                merged_same / (merged_same + merged_diff) if merged_same + merged_diff else 1.0
+            )
             recall = merged_same / same if same else 0.0
             f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
             table[category] = {

@@ -23,7 +23,6 @@ from tenants.wiring import tenant_graph
 REDIS_TEST_URL = "redis://127.0.0.1:6379/15"
 
 
-
 def start_worker(env: dict[str, str], queue: str, log: Path) -> subprocess.Popen[bytes]:
     command = [
         sys.executable,
@@ -51,28 +50,50 @@ def start_whole_worker(env: dict[str, str], log: Path) -> subprocess.Popen[bytes
     """A worker as `make run` starts one (prefork, with beat), in a process group of its
     own so that the whole of it can be killed at once."""
     command = [
-        sys.executable, "-m", "celery", "-A", "kgapp.celery", "worker", "--beat",
-        "--schedule", str(log.with_suffix(".beat")), "--concurrency=1", "--loglevel=INFO",
-        "--without-heartbeat", "--without-gossip", "--without-mingle",
+        sys.executable,
+        "-m",
+        "celery",
+        "-A",
+        "kgapp.celery",
+        "worker",
+        "--beat",
+        "--schedule",
+        str(log.with_suffix(".beat")),
+        "--concurrency=1",
+        "--loglevel=INFO",
+        "--without-heartbeat",
+        "--without-gossip",
+        "--without-mingle",
     ]
-    return subprocess.Popen(command, env=env, cwd=settings.BASE_DIR, stdout=log.open("wb"),
-                            stderr=subprocess.STDOUT, start_new_session=True)
+    return subprocess.Popen(
+        command,
+        env=env,
+        cwd=settings.BASE_DIR,
+        stdout=log.open("wb"),
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
 
 
 def queued_tasks(folder: Path) -> list[str]:
-    return [json.loads(message.read_bytes())["headers"]["task"]
-            for message in folder.glob("*.msg")]
+    return [json.loads(message.read_bytes())["headers"]["task"] for message in folder.glob("*.msg")]
 
 
 def graph_of(graph) -> dict:
-    return to_json({
-        "episodes": sorted(graph.query("SELECT VALUE id FROM episode")[0], key=str),
-        "entities": sorted(graph.query("SELECT VALUE [id, name, entity_type] FROM entity")[0],
-                           key=str),
-        "facts": sorted(graph.query(
-            "SELECT VALUE [in, relation, out, fact, valid_at, invalid_at] FROM relates_to")[0],
-            key=str),
-    })
+    return to_json(
+        {
+            "episodes": sorted(graph.query("SELECT VALUE id FROM episode")[0], key=str),
+            "entities": sorted(
+                graph.query("SELECT VALUE [id, name, entity_type] FROM entity")[0], key=str
+            ),
+            "facts": sorted(
+                graph.query(
+                    "SELECT VALUE [in, relation, out, fact, valid_at, invalid_at] FROM relates_to"
+                )[0],
+                key=str,
+            ),
+        }
+    )
 
 
 def wait_for(graph, record, done, timeout: float) -> dict:
@@ -90,7 +111,8 @@ def ingest_in_process(tenant, parsed, data: bytes, llm_url: str) -> dict:
     """The same upload ingested in another tenant in this process, uninterrupted: the
     baseline a disturbed run's graph must equal."""
     _, job = tenant_graph(tenant).run(
-        document_submit, parsed, file_name="chat.json", data=data, uploaded_by="t")
+        document_submit, parsed, file_name="chat.json", data=data, uploaded_by="t"
+    )
     with override_settings(OPENAI_BASE_URL=llm_url, OPENAI_API_KEY="test", EMBEDDER="openai"):
         return ingest.apply(args=(tenant.slug, record_key(job["id"]))).get()
 

@@ -202,8 +202,7 @@ def generate_dedup_candidates(tenant_slug: str | None = None) -> dict[str, int]:
     if tenant_slug is not None:
         tenants = tenants.filter(slug=tenant_slug)
     return {
-        tenant.slug: tenant_graph(tenant).run(duplicates.generate_candidates)
-        for tenant in tenants
+        tenant.slug: tenant_graph(tenant).run(duplicates.generate_candidates) for tenant in tenants
     }
 
 
@@ -312,9 +311,7 @@ def queue_import(tenant: Tenant, upload: UploadedFile, *, created_by: str) -> Jo
     return job_json(job)
 
 
-def queue_episode(
-    tenant: Tenant, episode: EpisodeInput, *, created_by: str
-) -> tuple[str, JobJson]:
+def queue_episode(tenant: Tenant, episode: EpisodeInput, *, created_by: str) -> tuple[str, JobJson]:
     """Queue the ingestion of one episode: its (deterministic) id and its job."""
     episode_id, job = tenant_graph(tenant).run(episode_submit, episode, created_by=created_by)
     _send(tenant, JobRef.of(job), ingest)
@@ -332,9 +329,7 @@ def queue_ingest_in_order(
     """Queue ingest jobs already created as one chain: each starts when the one before
     has ended (so a later episode supersedes an earlier one as it would live), then a
     community rebuild, then the tenant's duplicate candidates. The rebuild's job."""
-    rebuild = tenant_graph(tenant).run(
-        jobs.job_create, kind="communities", created_by=created_by
-    )
+    rebuild = tenant_graph(tenant).run(jobs.job_create, kind="communities", created_by=created_by)
     queued = [JobRef.of(job) for job in [*ingest_jobs, rebuild]]
     steps = [ingest.si(tenant.slug, job.key, follow=False) for job in queued[:-1]]
     steps += [

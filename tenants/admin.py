@@ -76,8 +76,12 @@ class TenantAdmin(admin.ModelAdmin):
     search_fields = ["slug", "name"]
     # Retention is set by an owner on the tenant's retention page (audited there).
     readonly_fields = [
-        "namespace", "schema_version", "created_at",
-        "retention_mode", "retention_facts_ended_days", "retention_episodes_days",
+        "namespace",
+        "schema_version",
+        "created_at",
+        "retention_mode",
+        "retention_facts_ended_days",
+        "retention_episodes_days",
     ]
     inlines = [MembershipInline]
     actions = ["reprovision"]

@@ -28,9 +28,9 @@ def curatable_tenants(user: User) -> QuerySet[Tenant]:
     """The tenants whose graph `user` may curate: all for staff, else where curator+."""
     if user.is_staff:
         return Tenant.objects.order_by("slug")
-    return Tenant.objects.filter(
-        memberships__user=user, memberships__role__in=CURATING
-    ).order_by("slug")
+    return Tenant.objects.filter(memberships__user=user, memberships__role__in=CURATING).order_by(
+        "slug"
+    )
 
 
 def memberships_of_tenant(tenant: Tenant) -> QuerySet[Membership]:

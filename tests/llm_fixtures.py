@@ -29,11 +29,18 @@ def works_at(person: str, organization: str) -> Callable[[dict[str, Any]], dict[
                 {"name": person, "entity_type": "Person", "summary": ""},
                 {"name": organization, "entity_type": "Organization", "summary": ""},
             ],
-            "facts": [{
-                "source": person, "relation": "WORKS_AT", "target": organization,
-                "fact": f"{person} works at {organization}.", "edge_type": "semantic",
-                "confidence": 1.0, "valid_at": None, "invalid_at": None,
-            }],
+            "facts": [
+                {
+                    "source": person,
+                    "relation": "WORKS_AT",
+                    "target": organization,
+                    "fact": f"{person} works at {organization}.",
+                    "edge_type": "semantic",
+                    "confidence": 1.0,
+                    "valid_at": None,
+                    "invalid_at": None,
+                }
+            ],
         }
 
     return answer

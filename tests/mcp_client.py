@@ -21,7 +21,9 @@ def auth_headers(secret: str, api_key: bool = False) -> dict[str, str]:
 
 
 @asynccontextmanager
-async def connected(address: str, headers: dict[str, str], app: Any = None) -> AsyncIterator[Client]:
+async def connected(
+    address: str, headers: dict[str, str], app: Any = None
+) -> AsyncIterator[Client]:
     """A connected client; with `app`, requests go to that ASGI app in this process
     (`address` then starts with IN_PROCESS)."""
     transport = httpx2.ASGITransport(app=app) if app is not None else None

@@ -33,14 +33,19 @@ def test_graph_core_has_no_django_import() -> None:
     offenders = [
         str(path.relative_to(ROOT))
         for path in (ROOT / "kgapp" / "graph").rglob("*.py")
-        if re.search(r"^\s*(from|import)\s+(django|ninja|channels|celery|tenants)\b",
-                     path.read_text(encoding="utf-8"), re.M)
+        if re.search(
+            r"^\s*(from|import)\s+(django|ninja|channels|celery|tenants)\b",
+            path.read_text(encoding="utf-8"),
+            re.M,
+        )
     ]
     assert offenders == []
 
 
 def test_no_third_party_javascript_is_committed() -> None:
-    out = subprocess.run(["git", "ls-files", "*.js", "*.mjs"], cwd=ROOT, capture_output=True, text=True)
+    out = subprocess.run(
+        ["git", "ls-files", "*.js", "*.mjs"], cwd=ROOT, capture_output=True, text=True
+    )
     for name in out.stdout.split():
         assert not name.startswith(("node_modules/", "frontend/static/vendor")), name
         text = (ROOT / name).read_text(encoding="utf-8")

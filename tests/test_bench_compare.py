@@ -27,7 +27,9 @@ def corpus() -> gold.Corpus:
 def test_the_corpus_is_the_same_for_the_same_seed(corpus) -> None:
     again = gold.generate(120, seed=3)
     assert [e.text for e in again.episodes] == [e.text for e in corpus.episodes]
-    assert [e.text for e in gold.generate(120, seed=4).episodes] != [e.text for e in corpus.episodes]
+    assert [e.text for e in gold.generate(120, seed=4).episodes] != [
+        e.text for e in corpus.episodes
+    ]
 
 
 def test_every_fact_sentence_names_one_gold_fact(corpus) -> None:
@@ -41,8 +43,11 @@ def test_every_fact_sentence_names_one_gold_fact(corpus) -> None:
 
 def test_single_valued_facts_end_where_the_next_begins(corpus) -> None:
     for fact in corpus.ended_facts():
-        successors = [f for f in corpus.facts.values()
-                      if corpus.conflict(fact, f) and f.valid_from == fact.valid_to]
+        successors = [
+            f
+            for f in corpus.facts.values()
+            if corpus.conflict(fact, f) and f.valid_from == fact.valid_to
+        ]
         assert successors, fact.text
     # Each point-in-time question's answer held at its moment, and no rival did.
     for question in corpus.questions:
@@ -73,8 +78,11 @@ def test_scoring_counts_duplicates_and_wrong_merges(corpus) -> None:
     episode = corpus.episode_by_id[fact.episode]
     person, org = corpus.entities[fact.subject], corpus.entities[fact.object]
     other = next(e for e in corpus.entities.values() if e.type == "Organization" and e != org)
-    held = [SystemEntity(person.name), SystemEntity(person.name.upper()),  # a duplicate
-            SystemEntity(other.name, aliases=(org.name,))]  # org merged into another
+    held = [
+        SystemEntity(person.name),
+        SystemEntity(person.name.upper()),  # a duplicate
+        SystemEntity(other.name, aliases=(org.name,)),
+    ]  # org merged into another
     facts = [SystemFact(fact.text, episode.surface_of(fact.subject), other.name, True)]
     result = score.entities(corpus, [episode], held, facts)
     assert result.duplicates_left == 1
@@ -95,8 +103,13 @@ def test_scoring_counts_ended_facts_held_as_current(corpus) -> None:
 
 def test_this_product_through_the_bench(tmp_path) -> None:
     out = tmp_path / "kgapp.json"
-    subprocess.run([sys.executable, "-m", "bench.compare.run", "kgapp", "--episodes", "16",
-                    "--out", str(out)], cwd=ROOT, check=True, capture_output=True, timeout=300)
+    subprocess.run(
+        [sys.executable, "-m", "bench.compare.run", "kgapp", "--episodes", "16", "--out", str(out)],
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
     result = json.loads(out.read_text())
     ingest = result["ingest"]
     assert ingest["failed"] == 0 and ingest["unanswered_prompts"] == 0
@@ -106,8 +119,10 @@ def test_this_product_through_the_bench(tmp_path) -> None:
     assert result["search"]["questions"]["current"] > 0
     assert result["peak_rss_mb"] > 0
     # The report renders what a run wrote, peers absent included.
-    text = report.markdown({"date": "d", "machine": "m", "corpus": "c", "latency_episodes": 1,
-                            "locomo": None}, {"kgapp": {"quality": result}})
+    text = report.markdown(
+        {"date": "d", "machine": "m", "corpus": "c", "latency_episodes": 1, "locomo": None},
+        {"kgapp": {"quality": result}},
+    )
     assert "| Model calls per episode | 1." in text
 
 
@@ -115,8 +130,10 @@ def test_the_ratios_say_whether_own_ingest_is_at_most_half_of_graphitis() -> Non
     def run(own: float) -> dict:
         return {"ingest": {"own_ms_median": own, "calls_per_episode": 1.0}}
 
-    results = {"kgapp": {"quality": run(60), "locomo": run(150)},
-               "graphiti": {"quality": run(130), "locomo": run(200)}}
+    results = {
+        "kgapp": {"quality": run(60), "locomo": run(150)},
+        "graphiti": {"quality": run(130), "locomo": run(200)},
+    }
     line = report.ratios(results)[-1]
     assert "0.46× on the generated corpus (met)" in line
     assert "0.75× on LoCoMo (not met)" in line
@@ -128,10 +145,16 @@ def test_alternating_rounds_decide_the_ratio_where_they_ran() -> None:
         return {"ingest": {"own_ms_median": own, "calls_per_episode": 1.0}}
 
     results = {
-        "kgapp": {"quality": run(90), "locomo": run(150),
-                  "rounds": {"generated": [50, 70, 40], "locomo": [60, 80, 70]}},
-        "graphiti": {"quality": run(100), "locomo": run(200),
-                     "rounds": {"generated": [100, 120, 90], "locomo": [150, 130, 140]}},
+        "kgapp": {
+            "quality": run(90),
+            "locomo": run(150),
+            "rounds": {"generated": [50, 70, 40], "locomo": [60, 80, 70]},
+        },
+        "graphiti": {
+            "quality": run(100),
+            "locomo": run(200),
+            "rounds": {"generated": [100, 120, 90], "locomo": [150, 130, 140]},
+        },
     }
     lines = report.ratios(results)
     assert "kgapp 50 / 70 / 40 ms, Graphiti 100 / 120 / 90 ms" in lines[-3]

@@ -75,8 +75,14 @@ def test_an_export_cut_short_keeps_the_structure_and_only_the_sessions_begun() -
     cut = conversation_cut(raw, 10)
 
     assert list(cut) == [
-        "speaker_a", "speaker_b", "session_1_date_time", "session_1",
-        "session_2_date_time", "session_2", "events_session_1", "events_session_2",
+        "speaker_a",
+        "speaker_b",
+        "session_1_date_time",
+        "session_1",
+        "session_2_date_time",
+        "session_2",
+        "events_session_1",
+        "events_session_2",
     ]
     assert cut["session_1"] == raw["session_1"]
     assert cut["session_2"] == raw["session_2"][:2]

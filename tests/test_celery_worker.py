@@ -22,8 +22,6 @@ from tenants.wiring import tenant_graph
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
 
-
-
 def wait_for_status(tenant, job_id: str, wanted: str, timeout: float = 60) -> dict:
     job = parse_record_id(job_id, "job")
     deadline = time.monotonic() + timeout

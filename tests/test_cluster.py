@@ -78,14 +78,16 @@ async def scenario(cluster: Cluster, tenant, token: str, cookie: str) -> Run:
     graph = tenant_graph(tenant)
     async with watching(cluster, tenant.slug, token, cookie) as (followers, probe):
         run = Run(followers, probe)
-        async with httpx.AsyncClient(headers={"Authorization": f"Bearer {token}"},
-                                     timeout=30) as client:
+        async with httpx.AsyncClient(
+            headers={"Authorization": f"Bearer {token}"}, timeout=30
+        ) as client:
             await warm(client, cluster, tenant.slug)
             first = await send(client, cluster, tenant.slug, FIRST, probe)
             run.jobs.update(await wait_jobs(graph, first, 90))
             await until(lambda: not probe.pending, 10)
-            run.ingests_after_first = {m: ingests_done(cluster.machines[m].worker)
-                                       for m in cluster.machines}
+            run.ingests_after_first = {
+                m: ingests_done(cluster.machines[m].worker) for m in cluster.machines
+            }
             long = await send(client, cluster, tenant.slug, LONG, probe)
         run.long_running = await both_under_way(graph, long, 60)
         a, b = cluster.machines["a"], cluster.machines["b"]
@@ -133,7 +135,7 @@ def test_two_machines_share_the_work_and_survive_losing_a_process_of_each_kind(
     assert all(survivors.values()), (survivors, logs)
     assert run.long_running, (statuses, logs)
     assert requeued, logs
-    long_jobs = list(run.jobs)[len(FIRST):]
+    long_jobs = list(run.jobs)[len(FIRST) :]
     assert sorted(run.jobs[i]["attempts"] for i in long_jobs) == [1, 2], (statuses, logs)
     assert all(run.jobs[i]["attempts"] == 1 for i in list(run.jobs)[: len(FIRST)]), statuses
 
@@ -146,8 +148,9 @@ def test_two_machines_share_the_work_and_survive_losing_a_process_of_each_kind(
     people = [p for item in items for p in item.people()]
     places = [p for item in items for p in item.places()]
     assert counts["episodes"] == len(people)
-    assert counts["entities"] == sorted([(p, "Person") for p in people]
-                                        + [(p, "Organization") for p in places])
+    assert counts["entities"] == sorted(
+        [(p, "Person") for p in people] + [(p, "Organization") for p in places]
+    )
     assert counts["facts"] == sorted(zip(people, places, strict=True))
 
     # Every socket got every change once, the dead web server's after moving to the other.
@@ -180,8 +183,10 @@ def test_two_machines_share_the_work_and_survive_losing_a_process_of_each_kind(
     assert differences == {"facts": clean, "entities": clean}, differences
 
     within = sum(lag <= AGREE_WITHIN for lag in ordered)
-    print(f"\n[cluster] up in {up:.1f} s, test {time.monotonic() - started:.1f} s; ingests per "
-          f"worker of the first {len(FIRST)}: {run.ingests_after_first}; search agreement after "
-          f"commit: p50 {median:.3f} s, max {ordered[-1]:.3f} s, {within}/{len(ordered)} "
-          f"within {AGREE_WITHIN} s; changes per socket "
-          f"{ {name: c['got'] for name, c in compared.items()} }")
+    print(
+        f"\n[cluster] up in {up:.1f} s, test {time.monotonic() - started:.1f} s; ingests per "
+        f"worker of the first {len(FIRST)}: {run.ingests_after_first}; search agreement after "
+        f"commit: p50 {median:.3f} s, max {ordered[-1]:.3f} s, {within}/{len(ordered)} "
+        f"within {AGREE_WITHIN} s; changes per socket "
+        f"{ {name: c['got'] for name, c in compared.items()} }"
+    )

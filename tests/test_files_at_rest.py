@@ -22,8 +22,12 @@ def manage(var_dir: Path, *args: str, **extra: str) -> subprocess.CompletedProce
     for name in ("DATABASE_URL", "SURREAL_USER", "SURREAL_PASS", "SURREAL_URL", "KG_SEARCH_DIR"):
         env.pop(name, None)
     result = subprocess.run(
-        [sys.executable, "manage.py", *args], cwd=settings.BASE_DIR, env={**env, **extra},
-        capture_output=True, text=True, timeout=120,
+        [sys.executable, "manage.py", *args],
+        cwd=settings.BASE_DIR,
+        env={**env, **extra},
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert result.returncode == 0, result.stderr[-3000:]
     return result
@@ -31,7 +35,10 @@ def manage(var_dir: Path, *args: str, **extra: str) -> subprocess.CompletedProce
 
 def open_to_others(root: Path) -> list[str]:
     """Every path under `root` (itself included) that group or others may use at all."""
-    paths = [root, *(Path(top, name) for top, dirs, files in os.walk(root) for name in dirs + files)]
+    paths = [
+        root,
+        *(Path(top, name) for top, dirs, files in os.walk(root) for name in dirs + files),
+    ]
     return [
         f"{oct(stat.S_IMODE(path.lstat().st_mode))} {path.relative_to(root)}"
         for path in paths
@@ -53,12 +60,21 @@ def test_the_surreal_server_writes_its_files_private(tmp_path: Path) -> None:
     tenants' text) is made with the settings' umask."""
     var = tmp_path / "var"
     bind = f"127.0.0.1:{free_port()}"
-    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "kgapp.settings.dev", "KG_VAR_DIR": str(var),
-           "SURREAL_BIND": bind}
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "kgapp.settings.dev",
+        "KG_VAR_DIR": str(var),
+        "SURREAL_BIND": bind,
+    }
     for name in ("SURREAL_USER", "SURREAL_PASS", "SURREAL_STORAGE"):
         env.pop(name, None)
-    server = subprocess.Popen([sys.executable, "manage.py", "surreal"], cwd=settings.BASE_DIR,
-                              env=env, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+    server = subprocess.Popen(
+        [sys.executable, "manage.py", "surreal"],
+        cwd=settings.BASE_DIR,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.STDOUT,
+    )
     try:
         assert surreal_server.wait_healthy(f"ws://{bind}", timeout=60)
         deadline = time.monotonic() + 10

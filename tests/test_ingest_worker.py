@@ -36,18 +36,36 @@ from tenants.wiring import tenant_graph
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
-PEOPLE = ["Ada Lovelace", "Bjarne Stroustrup", "Chidi Anagonye", "Dolores Umbridge",
-          "Ezra Pound", "Frida Kahlo"]
-COMPANIES = ["Analytical Engines", "Bell Labs", "Crossroads Academy", "Daily Prophet",
-             "Egoist Press", "Casa Azul"]
+PEOPLE = [
+    "Ada Lovelace",
+    "Bjarne Stroustrup",
+    "Chidi Anagonye",
+    "Dolores Umbridge",
+    "Ezra Pound",
+    "Frida Kahlo",
+]
+COMPANIES = [
+    "Analytical Engines",
+    "Bell Labs",
+    "Crossroads Academy",
+    "Daily Prophet",
+    "Egoist Press",
+    "Casa Azul",
+]
 
 
 def conversation() -> bytes:
     # Messages seven hours apart: each becomes an episode of its own.
-    return json.dumps([
-        {"speaker": person, "text": f"I work at {company}.", "timestamp": 1_700_000_000 + i * 7 * 3600}
-        for i, (person, company) in enumerate(zip(PEOPLE, COMPANIES, strict=True))
-    ]).encode()
+    return json.dumps(
+        [
+            {
+                "speaker": person,
+                "text": f"I work at {company}.",
+                "timestamp": 1_700_000_000 + i * 7 * 3600,
+            }
+            for i, (person, company) in enumerate(zip(PEOPLE, COMPANIES, strict=True))
+        ]
+    ).encode()
 
 
 def slow_extraction(body):
@@ -57,12 +75,16 @@ def slow_extraction(body):
     return extraction(body)
 
 
-def test_a_killed_worker_loses_and_duplicates_nothing(make_tenant, scripted_llm, tmp_path: Path) -> None:
+def test_a_killed_worker_loses_and_duplicates_nothing(
+    make_tenant, scripted_llm, tmp_path: Path
+) -> None:
     scripted_llm.on_chat(slow_extraction)
     tenant = make_tenant()
     graph = tenant_graph(tenant)
     parsed = parse_document("chat.json", conversation(), max_bytes=10**6)
-    _, job = graph.run(document_submit, parsed, file_name="chat.json", data=conversation(), uploaded_by="t")
+    _, job = graph.run(
+        document_submit, parsed, file_name="chat.json", data=conversation(), uploaded_by="t"
+    )
     env = {
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "kgapp.settings.test",
@@ -80,7 +102,9 @@ def test_a_killed_worker_loses_and_duplicates_nothing(make_tenant, scripted_llm,
     record = job["id"]
     try:
         with celery_app.connection_for_write(REDIS_TEST_URL) as connection:
-            ingest.apply_async((tenant.slug, record_key(job["id"])), connection=connection, queue=queue)
+            ingest.apply_async(
+                (tenant.slug, record_key(job["id"])), connection=connection, queue=queue
+            )
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             progress = graph.run(jobs.job_get, record).get("progress", 0)
@@ -124,8 +148,9 @@ def test_a_whole_worker_killed_on_the_default_broker_is_requeued_by_its_heartbea
     tenant, uninterrupted = make_tenant(), make_tenant()
     graph = tenant_graph(tenant)
     parsed = parse_document("chat.json", conversation(), max_bytes=10**6)
-    _, job = graph.run(document_submit, parsed, file_name="chat.json", data=conversation(),
-                       uploaded_by="t")
+    _, job = graph.run(
+        document_submit, parsed, file_name="chat.json", data=conversation(), uploaded_by="t"
+    )
     record = job["id"]
     url, options, env = default_broker_workers(tmp_path, scripted_llm.base_url)
     with celery_app.connection_for_write(url, transport_options=options) as connection:

@@ -34,8 +34,12 @@ def manage(url: str, *args: str) -> str:
         "SURREAL_URL": settings.SURREAL_URL,
     }
     result = subprocess.run(
-        [sys.executable, "manage.py", *args], cwd=settings.BASE_DIR, env=env,
-        capture_output=True, text=True, timeout=180,
+        [sys.executable, "manage.py", *args],
+        cwd=settings.BASE_DIR,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
     )
     assert result.returncode == 0, result.stderr[-3000:]
     return result.stdout
@@ -45,7 +49,9 @@ def test_migrate_and_provision_on_postgresql(postgres_url: str) -> None:
     manage(postgres_url, "migrate", "--noinput")
     manage(postgres_url, "create_tenant", "pg-probe", "--name", "On Postgres")
     out = manage(
-        postgres_url, "shell", "-c",
+        postgres_url,
+        "shell",
+        "-c",
         "from django.db import connection; from tenants.models import Tenant;"
         "print(connection.vendor, Tenant.objects.get(slug='pg-probe').namespace)",
     )

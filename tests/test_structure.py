@@ -48,8 +48,11 @@ def test_core_modules_bind_each_top_level_name_once(path: Path) -> None:
     seen: dict[str, int] = {}
     twice = []
     for node in ast.parse(path.read_text()).body:
-        targets = node.targets if isinstance(node, ast.Assign) else (
-            [node.target] if isinstance(node, ast.AnnAssign) else [])
+        targets = (
+            node.targets
+            if isinstance(node, ast.Assign)
+            else ([node.target] if isinstance(node, ast.AnnAssign) else [])
+        )
         for target in targets:
             if isinstance(target, ast.Name):
                 if target.id in seen:

@@ -28,8 +28,11 @@ class Driver:
         # a signal ignored when it started.
         self.process = subprocess.Popen(
             ["env", f"--{sigint}-signal=INT", "bash", str(path)],
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-            env={**os.environ, "SUPERVISE_GRACE": "1"}, start_new_session=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env={**os.environ, "SUPERVISE_GRACE": "1"},
+            start_new_session=True,
         )
         self.lines: queue.Queue[str] = queue.Queue()
         self.seen: list[str] = []

@@ -49,7 +49,10 @@ def serving(env: dict[str, str], log: Path) -> Iterator[str]:
     port = free_port()
     server = subprocess.Popen(
         [sys.executable, *SERVER, "-b", "127.0.0.1", "-p", str(port), "kgapp.asgi:application"],
-        env=env, cwd=settings.BASE_DIR, stdout=log.open("wb"), stderr=subprocess.STDOUT,
+        env=env,
+        cwd=settings.BASE_DIR,
+        stdout=log.open("wb"),
+        stderr=subprocess.STDOUT,
     )
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 60
@@ -60,7 +63,9 @@ def serving(env: dict[str, str], log: Path) -> Iterator[str]:
         except OSError:
             if server.poll() is not None or time.monotonic() > deadline:
                 server.kill()
-                raise RuntimeError(f"the web server did not start:\n{log.read_text()[-3000:]}") from None
+                raise RuntimeError(
+                    f"the web server did not start:\n{log.read_text()[-3000:]}"
+                ) from None
             time.sleep(0.3)
     try:
         yield url

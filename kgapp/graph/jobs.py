@@ -154,9 +154,7 @@ async def job_get(store: TenantStore, job: RecordID) -> Job:
     return as_job(dict(row))
 
 
-async def job_list(
-    store: TenantStore, *, status: str | None, limit: int, offset: int
-) -> list[Job]:
+async def job_list(store: TenantStore, *, status: str | None, limit: int, offset: int) -> list[Job]:
     rows = await store.query_one(
         queries.JOB_LIST, {"status": status, "limit": limit, "offset": offset}
     )
@@ -309,9 +307,7 @@ async def requeue_stale(
     return requeued
 
 
-async def job_requeue(
-    store: TenantStore, job: RecordID, *, stale_after: float
-) -> Job | None:
+async def job_requeue(store: TenantStore, job: RecordID, *, stale_after: float) -> Job | None:
     """An ingest job back to queued when failed or paused, or running with no heartbeat
     for `stale_after` seconds (its worker died); None otherwise (a live job, say)."""
     row = await store.query_one(

@@ -574,7 +574,9 @@ LET $lonely = array::complement($candidates,
     array::union(array::distinct($still_mentioned), array::distinct(array::flatten($still_joined))));
 LET $followers = (SELECT VALUE id FROM entity WHERE merged_into IN $lonely);
 """
-EPISODES_REMOVE = _REMOVAL_PLAN + """
+EPISODES_REMOVE = (
+    _REMOVAL_PLAN
+    + """
 UPDATE relates_to SET expired_at = NONE, superseded_by = NONE WHERE id IN $restored;
 DELETE relates_to WHERE id IN $dropped;
 DELETE retrieval WHERE fact IN $dropped;
@@ -606,6 +608,7 @@ RETURN {endpoints: $ends, facts_deleted: array::len($orphans), facts_restored: a
         restored: $restored, entities_deleted: array::len($lonely), episodes_deleted: array::len($gone),
         withdrawn: (SELECT * FROM $withdrawn WHERE entity NOTINSIDE $entities_gone)};
 """
+)
 
 # Facts with the current facts that share their subject and relation but not their
 # object: what may end a fact made current again (removal._end_restored).
@@ -617,7 +620,9 @@ FROM $ids WHERE id != NONE AND expired_at = NONE;
 """
 
 # What removing `$episodes` would take away, and what would stay (nothing is written).
-EPISODES_REMOVAL_PREVIEW = _REMOVAL_PLAN + """
+EPISODES_REMOVAL_PREVIEW = (
+    _REMOVAL_PLAN
+    + """
 LET $kept = array::complement($candidates, $lonely);
 RETURN {episodes_deleted: array::len($gone), facts_deleted: array::len($orphans),
         facts_restored: array::len($restored), entities_deleted: array::len($lonely),
@@ -627,6 +632,7 @@ RETURN {episodes_deleted: array::len($gone), facts_deleted: array::len($orphans)
         entity_names_deleted: (SELECT VALUE name FROM $lonely LIMIT 20),
         entity_names_kept: (SELECT VALUE name FROM $kept LIMIT 20)};
 """
+)
 
 # Separately from EPISODES_REMOVE: inside that transaction, 3.0.2's index scans do not
 # yet see the transaction's own updates of relates_to, and the counts come out low.
@@ -833,7 +839,9 @@ SELECT id, name, content, source, source_description, valid_at, created_at, saga
 FROM episode WHERE valid_at >= $start AND valid_at < $end ORDER BY valid_at LIMIT $limit;
 """
 
-EPISODE_UNIT_VECTORS = "SELECT episode, vectors, units FROM episode_units WHERE episode IN $episodes;"
+EPISODE_UNIT_VECTORS = (
+    "SELECT episode, vectors, units FROM episode_units WHERE episode IN $episodes;"
+)
 
 # Up to $limit episodes that mention an entity (provenance in the explorer).
 # The episodes mentioning an entity, as (id, valid_at) to pick the newest in Python:
@@ -887,7 +895,9 @@ RETURN $ids.map(|$id| (SELECT {_GRAPH_ENTITY_FIELDS} FROM ONLY $id));
 """
 
 # An entity's pin; nothing when it is gone or merged away.
-PIN_ENTITY = "UPDATE $id SET pinned = $pinned WHERE merged_into = NONE RETURN id, name, entity_type, pinned;"
+PIN_ENTITY = (
+    "UPDATE $id SET pinned = $pinned WHERE merged_into = NONE RETURN id, name, entity_type, pinned;"
+)
 
 # The first `$limit` facts (history included) out of each of `$outs` and into each of
 # `$intos`, one list an entity: the explorer filters on the four timestamps itself. One

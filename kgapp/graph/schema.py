@@ -67,7 +67,6 @@ def load_migrations(directory: Path) -> list[Migration]:
     return [migrations[version] for version in sorted(migrations)]
 
 
-
 class AppliedMigration(TypedDict):
     """A migration as schema_migration records it (queries.MIGRATIONS_APPLIED)."""
 
@@ -76,6 +75,7 @@ class AppliedMigration(TypedDict):
     checksum: str
     embedding_dim: int | None
     applied_at: datetime
+
 
 async def applied_migrations(store: TenantStore) -> list[AppliedMigration]:
     await store.query(queries.MIGRATION_TABLE)

@@ -301,9 +301,7 @@ def audit(request: HttpRequest, slug: str) -> HttpResponse:
     access = _access(request, slug)
     action = request.GET.get("action") or None
     actor = request.GET.get("actor") or None
-    rows = tenant_graph(access.tenant).run(
-        pages.audit_page, action=action, actor=actor, limit=PAGE
-    )
+    rows = tenant_graph(access.tenant).run(pages.audit_page, action=action, actor=actor, limit=PAGE)
     return _page(
         request,
         access,

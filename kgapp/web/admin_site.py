@@ -41,7 +41,9 @@ class KgAdminSite(admin.AdminSite):
         return ratelimits.login_refusal(request) or super().login(request, extra_context)
 
     def index(
-        self, request: HttpRequest, extra_context: dict[str, Any] | None = None  # as login's
+        self,
+        request: HttpRequest,
+        extra_context: dict[str, Any] | None = None,  # as login's
     ) -> TemplateResponse:
         from tenants.selectors import curatable_tenants
 

@@ -63,6 +63,7 @@ class ChangesEvent(TypedDict):
     changes: list[ChangeJson]
     at: str
 
+
 RECONNECT_MIN, RECONNECT_MAX = 0.5, 10.0
 BATCH = 200  # changes per group message at most
 
@@ -176,7 +177,10 @@ class LiveHub:
                 seq += 1
                 batch = [change_json(change) for change in changes[start : start + BATCH]]
                 event: ChangesEvent = {
-                    "type": "graph.changes", "seq": seq, "changes": batch, "at": _now()
+                    "type": "graph.changes",
+                    "seq": seq,
+                    "changes": batch,
+                    "at": _now(),
                 }
                 await self._send(layer, event)
 

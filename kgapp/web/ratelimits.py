@@ -70,8 +70,12 @@ def login_refusal(request: HttpRequest) -> HttpResponse | None:
         buckets.append(("login", f"name:{username}", settings.RATE_LIMITS["login"], "per account"))
     if settings.RATE_LIMITS.get("login_ip"):
         buckets.append(
-            ("login_ip", f"ip:{client_address(request)}", settings.RATE_LIMITS["login_ip"],
-             "per address")
+            (
+                "login_ip",
+                f"ip:{client_address(request)}",
+                settings.RATE_LIMITS["login_ip"],
+                "per address",
+            )
         )
     try:
         _enforce(request, buckets, "Too many login attempts")

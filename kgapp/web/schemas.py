@@ -44,7 +44,10 @@ R = TypeVar("R", bound=Mapping[str, object])
 
 RoleName = Literal["viewer", "editor", "curator", "owner"]
 _ROLE_NAMES: dict[str, RoleName] = {
-    "viewer": "viewer", "editor": "editor", "curator": "curator", "owner": "owner"
+    "viewer": "viewer",
+    "editor": "editor",
+    "curator": "curator",
+    "owner": "owner",
 }
 
 
@@ -57,7 +60,6 @@ def role_name(role: str) -> RoleName:
 # store's START takes a 64-bit integer, and no tenant holds this many rows).
 MAX_OFFSET = 100_000_000
 Offset = Annotated[int, Field(ge=0, le=MAX_OFFSET, description="rows to skip")]
-
 
 
 class Page(Schema):
@@ -80,9 +82,7 @@ def _no_finer_than_microseconds(value: Any) -> Any:
     if isinstance(value, str):
         match = _FINE_FRACTION.search(value)
         if match and match.group(1).strip("0"):
-            raise ValueError(
-                "moments are kept to the microsecond: give at most 6 fraction digits"
-            )
+            raise ValueError("moments are kept to the microsecond: give at most 6 fraction digits")
     return value
 
 
@@ -93,9 +93,7 @@ def _in_utc(value: datetime) -> datetime:
         raise ValueError(f"in UTC this moment falls outside {MOMENT_RANGE}") from None
 
 
-Instant = Annotated[
-    datetime, BeforeValidator(_no_finer_than_microseconds), AfterValidator(_in_utc)
-]
+Instant = Annotated[datetime, BeforeValidator(_no_finer_than_microseconds), AfterValidator(_in_utc)]
 """A moment given to the API: an ISO 8601 date-time, in UTC once read (no offset: UTC)."""
 
 Stamp = Annotated[
@@ -538,8 +536,6 @@ class TimeIn(Schema):
 
     def moment(self) -> Moment:
         return Moment.of(self.as_of, self.known_at)
-
-
 
 
 class SearchIn(TimeIn):

@@ -34,8 +34,13 @@ def web_server(db: None, tmp_path: Path) -> Iterator[str]:
 def browser() -> Iterator[webdriver.Chrome]:
     options = webdriver.ChromeOptions()
     options.binary_location = os.environ.get("CHROMIUM", "/usr/bin/chromium")
-    for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage",
-                     "--window-size=1280,800", "--disable-gpu"):
+    for argument in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-dev-shm-usage",
+        "--window-size=1280,800",
+        "--disable-gpu",
+    ):
         options.add_argument(argument)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     driver = webdriver.Chrome(
@@ -54,8 +59,9 @@ def log_in(web_server: str, browser: webdriver.Chrome) -> Callable[[Any], None]:
         client = Client()
         client.force_login(user)
         browser.get(f"{web_server}/api/v1/health")
-        browser.add_cookie({"name": "sessionid", "value": client.cookies["sessionid"].value,
-                            "path": "/"})
+        browser.add_cookie(
+            {"name": "sessionid", "value": client.cookies["sessionid"].value, "path": "/"}
+        )
 
     return do
 

@@ -24,17 +24,22 @@ GREY = "#c4c9cf"  # a node in no community
 
 
 def add_fact(client, slug: str, person: str, company: str) -> None:
-    body: dict[str, Any] = {"source": {"name": person, "type": "Person"}, "relation": "WORKS_AT",
-                            "target": {"name": company, "type": "Organization"}}
-    response = client.post(f"/api/v1/t/{slug}/facts", data=json.dumps(body),
-                           content_type="application/json")
+    body: dict[str, Any] = {
+        "source": {"name": person, "type": "Person"},
+        "relation": "WORKS_AT",
+        "target": {"name": company, "type": "Organization"},
+    }
+    response = client.post(
+        f"/api/v1/t/{slug}/facts", data=json.dumps(body), content_type="application/json"
+    )
     assert response.status_code == 201, response.content
 
 
 def hint(browser) -> str | None:
     """The explanation beside the box, None while hidden."""
     return browser.execute_script(
-        "const h = document.getElementById('community-hint'); return h.hidden ? null : h.textContent")
+        "const h = document.getElementById('community-hint'); return h.hidden ? null : h.textContent"
+    )
 
 
 def test_colour_by_community_says_why_there_are_none_until_they_are_detected(
@@ -52,17 +57,21 @@ def test_colour_by_community_says_why_there_are_none_until_they_are_detected(
     browser.find_element(By.ID, "by-community").click()
     wait_for(browser, "return !document.getElementById('community-hint').hidden")
     assert hint(browser) == (
-        "No communities yet: they are detected after the first upload finishes.")
+        "No communities yet: they are detected after the first upload finishes."
+    )
     colours = browser.execute_script(
-        "return window.kgExplorer.cy.nodes().map(n => n.data('communityColour'))")
+        "return window.kgExplorer.cy.nodes().map(n => n.data('communityColour'))"
+    )
     assert len(colours) == 5 and set(colours) == {GREY}
     screenshot(browser, "explorer-no-communities-yet")
 
     # A detection queued: the page hears of it live.
     graph = tenant_graph(tenant)
     job = to_json(graph.run(jobs.job_create, kind="communities", created_by="ingestion"))
-    wait_for(browser, "return document.getElementById('community-hint').textContent"
-                      " === 'Detecting communities…'")
+    wait_for(
+        browser,
+        "return document.getElementById('community-hint').textContent === 'Detecting communities…'",
+    )
     # It runs and ends: the nodes take their community's colour, the explanation goes.
     assert rebuild_communities.apply(args=(tenant.slug, job["id"])).get()["status"] == "completed"
     wait_for(browser, "return document.getElementById('community-hint').hidden", 30)
@@ -77,6 +86,5 @@ def test_colour_by_community_says_why_there_are_none_until_they_are_detected(
     # Unticked and ticked again: nothing to explain any more.
     browser.find_element(By.ID, "by-community").click()
     browser.find_element(By.ID, "by-community").click()
-    assert browser.execute_script(
-        "return window.kgExplorer.cy.nodes('.by-community').length") == 5
+    assert browser.execute_script("return window.kgExplorer.cy.nodes('.by-community').length") == 5
     assert hint(browser) is None

@@ -67,32 +67,49 @@ def test_cost_per_file_and_month_and_confirmation_of_a_large_upload(
     browser.set_window_size(1280, 1300)
     browser.get(f"{priced_server}/t/{tenant.slug}/uploads")
     month = f"{datetime.now(UTC):%Y-%m}"
-    wait_for(browser, f"""const row = document.querySelector('#usage-months tr');
-        return row && row.cells[0].textContent === '{month}' && row.cells[2].textContent === '0';""")
+    wait_for(
+        browser,
+        f"""const row = document.querySelector('#usage-months tr');
+        return row && row.cells[0].textContent === '{month}' && row.cells[2].textContent === '0';""",
+    )
 
     small = tmp_path / "staff.txt"
     small.write_text(SMALL)
     choose(browser, small)
-    usage = wait_for(browser, """const row = [...document.querySelectorAll('#jobs tr')]
+    usage = wait_for(
+        browser,
+        """const row = [...document.querySelectorAll('#jobs tr')]
         .find((r) => r.cells[0].textContent === 'staff.txt' && r.cells[1].textContent === 'completed');
-        return row && row.querySelector('td.usage').textContent;""", timeout=60)
+        return row && row.querySelector('td.usage').textContent;""",
+        timeout=60,
+    )
     job = client.get(f"/api/v1/t/{tenant.slug}/jobs").json()[0]
     (row,) = job["usage"]
     assert usage.startswith(f"{row['calls']} call") and f"{row['input_tokens']} in" in usage
     assert f"${row['cost_usd']:.4f}" in usage
-    months = wait_for(browser, """const row = document.querySelector('#usage-months tr');
-        return row.cells[2].textContent !== '0' && [...row.cells].map((c) => c.textContent);""")
+    months = wait_for(
+        browser,
+        """const row = document.querySelector('#usage-months tr');
+        return row.cells[2].textContent !== '0' && [...row.cells].map((c) => c.textContent);""",
+    )
     assert months[:3] == [month, "1", str(row["calls"])] and months[5] == f"${row['cost_usd']:.4f}"
 
     large = tmp_path / "handbook.txt"
     large.write_text(large_text())
     choose(browser, large)
-    shown = wait_for(browser, """const panel = document.getElementById('estimate');
-        return !panel.hidden && panel.textContent;""")
-    estimate = client.post(f"/api/v1/t/{tenant.slug}/documents?dry_run=true",
-                           {"files": [large.open("rb")]}).json()["total"]
+    shown = wait_for(
+        browser,
+        """const panel = document.getElementById('estimate');
+        return !panel.hidden && panel.textContent;""",
+    )
+    estimate = client.post(
+        f"/api/v1/t/{tenant.slug}/documents?dry_run=true", {"files": [large.open("rb")]}
+    ).json()["total"]
     assert "Ingest handbook.txt?" in shown and "gpt-4o-mini" in shown
-    assert f"Chunks{estimate['chunks']}" in shown and f"Expected model calls{estimate['calls']}" in shown
+    assert (
+        f"Chunks{estimate['chunks']}" in shown
+        and f"Expected model calls{estimate['calls']}" in shown
+    )
     assert f"Input tokens{estimate['input_tokens']:,}" in shown
     assert f"Estimated cost${estimate['cost_usd']:.4f}" in shown
     height = browser.execute_script("return document.documentElement.scrollHeight")
@@ -102,14 +119,20 @@ def test_cost_per_file_and_month_and_confirmation_of_a_large_upload(
         shutil.copyfile(path, Path(settings.BASE_DIR) / "docs" / "img" / "cost.png")
 
     browser.find_element(By.ID, "estimate-cancel").click()
-    wait_for(browser, "return document.getElementById('upload-status').textContent"
-                      ".includes('handbook.txt not uploaded: cancelled')")
+    wait_for(
+        browser,
+        "return document.getElementById('upload-status').textContent"
+        ".includes('handbook.txt not uploaded: cancelled')",
+    )
     assert browser.find_element(By.ID, "estimate").get_attribute("hidden") is not None
     assert documents(client, tenant.slug) == ["staff.txt"]
 
     choose(browser, large)
     wait_for(browser, "return !document.getElementById('estimate').hidden")
     browser.find_element(By.ID, "estimate-confirm").click()
-    wait_for(browser, """return [...document.querySelectorAll('#jobs tr')]
-        .some((r) => r.cells[0].textContent === 'handbook.txt');""")
+    wait_for(
+        browser,
+        """return [...document.querySelectorAll('#jobs tr')]
+        .some((r) => r.cells[0].textContent === 'handbook.txt');""",
+    )
     assert sorted(documents(client, tenant.slug)) == ["handbook.txt", "staff.txt"]

@@ -24,14 +24,21 @@ def violations(browser) -> list[str]:
     ]
 
 
-def test_pages_work_under_the_csp(make_tenant, member, make_user, token_client, web_server, browser, log_in) -> None:
+def test_pages_work_under_the_csp(
+    make_tenant, member, make_user, token_client, web_server, browser, log_in
+) -> None:
     tenant = make_tenant()
     editor = token_client(member(tenant, Role.EDITOR))
     fact = editor.post(
         f"/api/v1/t/{tenant.slug}/facts",
-        data=json.dumps({"source": {"name": "Greta", "type": "Person"}, "relation": "WORKS_AT",
-                         "target": {"name": "Helix Labs", "type": "Organization"},
-                         "valid_at": "2024-03-01T00:00:00Z"}),
+        data=json.dumps(
+            {
+                "source": {"name": "Greta", "type": "Person"},
+                "relation": "WORKS_AT",
+                "target": {"name": "Helix Labs", "type": "Organization"},
+                "valid_at": "2024-03-01T00:00:00Z",
+            }
+        ),
         content_type="application/json",
     ).json()
     staff = make_user(staff=True)
@@ -44,10 +51,13 @@ def test_pages_work_under_the_csp(make_tenant, member, make_user, token_client, 
     # allowed by hash) applies, the socket goes live.
     browser.get(f"{web_server}/t/{tenant.slug}/explore")
     wait_for(browser, "return document.getElementById('status').textContent === 'Live'")
-    assert sorted(browser.execute_script(
-        "return window.kgExplorer.cy.nodes().map(n => n.data('label'))")) == ["Greta", "Helix Labs"]
-    assert browser.execute_script(
-        "return getComputedStyle(window.kgExplorer.cy.container()).position") == "relative"
+    assert sorted(
+        browser.execute_script("return window.kgExplorer.cy.nodes().map(n => n.data('label'))")
+    ) == ["Greta", "Helix Labs"]
+    assert (
+        browser.execute_script("return getComputedStyle(window.kgExplorer.cy.container()).position")
+        == "relative"
+    )
     assert violations(browser) == []
 
     browser.get(f"{web_server}/t/{tenant.slug}/uploads")
@@ -57,10 +67,14 @@ def test_pages_work_under_the_csp(make_tenant, member, make_user, token_client, 
 
     # The Ask page streams its answer (here, without a model: the sources and a note).
     browser.get(f"{web_server}/t/{tenant.slug}/ask")
-    wait_for(browser, "return document.getElementById('history').textContent === 'No questions yet.'")
+    wait_for(
+        browser, "return document.getElementById('history').textContent === 'No questions yet.'"
+    )
     browser.find_element(By.ID, "question").send_keys("Where does Greta work?")
     browser.find_element(By.ID, "ask-submit").click()
-    wait_for(browser, "return document.getElementById('ask-status').textContent === 'Sources only.'")
+    wait_for(
+        browser, "return document.getElementById('ask-status').textContent === 'Sources only.'"
+    )
     assert "Helix Labs" in browser.find_element(By.ID, "facts").text
     assert violations(browser) == []
 
@@ -68,8 +82,12 @@ def test_pages_work_under_the_csp(make_tenant, member, make_user, token_client, 
     browser.get(f"{web_server}/admin/graph/{tenant.slug}/facts/{fact['id']}/")
     bars = browser.find_elements(By.CSS_SELECTOR, "svg.kg-bar rect")
     assert len(bars) == 2 and all(bar.size["width"] > 0 for bar in bars)
-    assert browser.execute_script(
-        "return getComputedStyle(document.querySelector('.kg-bar rect')).fill") == "rgb(44, 160, 44)"
+    assert (
+        browser.execute_script(
+            "return getComputedStyle(document.querySelector('.kg-bar rect')).fill"
+        )
+        == "rgb(44, 160, 44)"
+    )
     browser.get(f"{web_server}/admin/tenants/tenant/{tenant.pk}/change/")
     wait_for(browser, "return document.querySelector('#memberships-group') !== null")
     assert violations(browser) == []

@@ -37,16 +37,23 @@ def test_the_demo_graph_is_drawn_and_travels_in_time(
 
     key = answer_key()
     people = set(key["entities"]["Person"])
-    names = set(wait_for(browser, f"""
+    names = set(
+        wait_for(
+            browser,
+            f"""
         const names = window.kgExplorer.cy.nodes().map(n => n.data('label'));
         return names.length >= {len(people)} && names;
-    """, timeout=30))
+    """,
+            timeout=30,
+        )
+    )
     assert people <= names
     now = browser.execute_script(SHOWN)
     assert now >= len(key["facts"]) // 2
     # Connected: most entities drawn take part in a fact drawn.
     lonely = browser.execute_script(
-        "return window.kgExplorer.cy.nodes().filter(n => n.degree() === 0).length")
+        "return window.kgExplorer.cy.nodes().filter(n => n.degree() === 0).length"
+    )
     assert lonely <= len(names) // 4
     screenshot(browser, "demo-now")
 

@@ -44,35 +44,75 @@ def rosa_story(tenant) -> None:
     """Rosa left Helios for Nova in May 2024, lived in Lisbon until 2023 and again from
     September 2023, and has known Eve since 2021 (that never changes)."""
     graph = tenant_graph(tenant)
-    entities = (("rosa", "Rosa Diaz", "Person"), ("helios", "Helios Labs", "Organization"),
-                ("nova", "Nova Systems", "Organization"), ("lisbon", "Lisbon", "Location"),
-                ("eve", "Eve Park", "Person"))
-    graph.query(queries.ENTITIES_BULK_INSERT, {"rows": [
-        {"id": RecordID("entity", k), "name": n, "canonical_name": n.lower(), "entity_type": t}
-        for k, n, t in entities]})
-    facts = (("helios", "WORKS_AT", "helios", HELIOS, at(2022, 1, 10), at(2024, 5, 1)),
-             ("nova", "WORKS_AT", "nova", NOVA, at(2024, 5, 1), None),
-             ("lisbon1", "LIVES_IN", "lisbon", LISBON, at(2020, 1, 1), at(2023, 3, 1)),
-             ("lisbon2", "LIVES_IN", "lisbon", BACK, at(2023, 9, 1), None),
-             ("eve", "KNOWS", "eve", EVE, at(2021, 1, 1), None))
-    graph.query(queries.FACTS_BULK_INSERT, {"rows": [
-        {"id": RecordID("relates_to", k), "in": RecordID("entity", "rosa"),
-         "out": RecordID("entity", o), "relation": r, "fact": f, "valid_at": v,
-         "invalid_at": i, "created_at": LEARNED}
-        for k, r, o, f, v, i in facts]})
-    graph.query(queries.ENTITY_DEGREE_RECOUNT, {"ids": [RecordID("entity", k) for k, *_ in entities]})
+    entities = (
+        ("rosa", "Rosa Diaz", "Person"),
+        ("helios", "Helios Labs", "Organization"),
+        ("nova", "Nova Systems", "Organization"),
+        ("lisbon", "Lisbon", "Location"),
+        ("eve", "Eve Park", "Person"),
+    )
+    graph.query(
+        queries.ENTITIES_BULK_INSERT,
+        {
+            "rows": [
+                {
+                    "id": RecordID("entity", k),
+                    "name": n,
+                    "canonical_name": n.lower(),
+                    "entity_type": t,
+                }
+                for k, n, t in entities
+            ]
+        },
+    )
+    facts = (
+        ("helios", "WORKS_AT", "helios", HELIOS, at(2022, 1, 10), at(2024, 5, 1)),
+        ("nova", "WORKS_AT", "nova", NOVA, at(2024, 5, 1), None),
+        ("lisbon1", "LIVES_IN", "lisbon", LISBON, at(2020, 1, 1), at(2023, 3, 1)),
+        ("lisbon2", "LIVES_IN", "lisbon", BACK, at(2023, 9, 1), None),
+        ("eve", "KNOWS", "eve", EVE, at(2021, 1, 1), None),
+    )
+    graph.query(
+        queries.FACTS_BULK_INSERT,
+        {
+            "rows": [
+                {
+                    "id": RecordID("relates_to", k),
+                    "in": RecordID("entity", "rosa"),
+                    "out": RecordID("entity", o),
+                    "relation": r,
+                    "fact": f,
+                    "valid_at": v,
+                    "invalid_at": i,
+                    "created_at": LEARNED,
+                }
+                for k, r, o, f, v, i in facts
+            ]
+        },
+    )
+    graph.query(
+        queries.ENTITY_DEGREE_RECOUNT, {"ids": [RecordID("entity", k) for k, *_ in entities]}
+    )
 
 
 def compare(browser, axis: str, start: str, end: str) -> None:
-    browser.execute_script("""
+    browser.execute_script(
+        """
         const [axis, start, end] = arguments;
         document.getElementById('diff-axis').value = axis;
         document.getElementById('diff-from').value = start;
         document.getElementById('diff-to').value = end;
-    """, axis, start, end)
+    """,
+        axis,
+        start,
+        end,
+    )
     browser.find_element(By.ID, "diff-run").click()
-    wait_for(browser, "return document.querySelector('#detail .diff') !== null"
-                      " && document.getElementById('status').textContent.includes('changed')")
+    wait_for(
+        browser,
+        "return document.querySelector('#detail .diff') !== null"
+        " && document.getElementById('status').textContent.includes('changed')",
+    )
 
 
 def marked(browser) -> dict[str, list[str]]:
@@ -116,22 +156,30 @@ def test_compare_two_moments_highlights_lists_and_exports(
     browser.find_element(By.ID, "compare").click()
     assert browser.find_element(By.ID, "diff-bar").is_displayed()
     opened = browser.execute_script(
-        "return [document.getElementById('diff-from').value, document.getElementById('diff-to').value]")
+        "return [document.getElementById('diff-from').value, document.getElementById('diff-to').value]"
+    )
     middle = at(2020, 1, 1) + (at(2024, 5, 1) - at(2020, 1, 1)) / 2
     assert opened == [middle.strftime("%Y-%m-%dT%H:%M"), "2024-05-01T00:00"], opened
 
     compare(browser, "valid", "2023-01-01T00:00:00", "2024-06-01T00:00:00")
     assert marked(browser) == {
-        "added": [NOVA], "added nodes": ["Nova Systems", "Rosa Diaz"],
-        "ended": [HELIOS], "ended nodes": ["Helios Labs", "Rosa Diaz"],
-        "changed": sorted([BACK, LISBON]), "changed nodes": ["Lisbon", "Rosa Diaz"],
+        "added": [NOVA],
+        "added nodes": ["Nova Systems", "Rosa Diaz"],
+        "ended": [HELIOS],
+        "ended nodes": ["Helios Labs", "Rosa Diaz"],
+        "changed": sorted([BACK, LISBON]),
+        "changed nodes": ["Lisbon", "Rosa Diaz"],
     }
     # Eve never changed: drawn, not marked.
     assert browser.execute_script(
         "return window.kgExplorer.cy.edges().filter(e => e.data('fact') === arguments[0])"
-        ".map(e => e.classes().filter(c => c.startsWith('diff-')))", EVE) == [[]]
+        ".map(e => e.classes().filter(c => c.startsWith('diff-')))",
+        EVE,
+    ) == [[]]
     assert listed(browser) == {
-        "diff-added": [NOVA], "diff-ended": [HELIOS], "diff-changed": [BACK],
+        "diff-added": [NOVA],
+        "diff-ended": [HELIOS],
+        "diff-changed": [BACK],
         "headings": ["Added (1)", "Ended (1)", "Changed (1)"],
     }
     change = browser.find_element(By.CSS_SELECTOR, "#detail .diff-list.diff-changed .was").text
@@ -143,7 +191,8 @@ def test_compare_two_moments_highlights_lists_and_exports(
     assert f"/api/v1/t/{tenant.slug}/graph/diff.csv?" in href and "axis=valid" in href
     assert "from=2023-01-01T00%3A00%3A00.000Z" in href
     csv_text = browser.execute_script(
-        "return fetch(arguments[0], {credentials: 'same-origin'}).then(r => r.text())", href)
+        "return fetch(arguments[0], {credentials: 'same-origin'}).then(r => r.text())", href
+    )
     lines = csv_text.splitlines()
     assert lines[0].startswith("change,fact_id,source,relation,target,fact")
     assert sorted(line.split(",")[0] for line in lines[1:]) == ["added", "changed", "ended"]
@@ -158,21 +207,31 @@ def test_compare_two_moments_highlights_lists_and_exports(
     row = browser.find_element(By.CSS_SELECTOR, "#detail .diff-list.diff-ended li > button")
     browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", row)
     row.click()
-    wait_for(browser, f"return document.querySelector('#detail h2').textContent === 'WORKS_AT'"
-                      f" && document.querySelector('#detail p').textContent === {HELIOS!r}")
+    wait_for(
+        browser,
+        f"return document.querySelector('#detail h2').textContent === 'WORKS_AT'"
+        f" && document.querySelector('#detail p').textContent === {HELIOS!r}",
+    )
 
     # Clearing removes every mark; the slider (at now) hides the facts that ended.
     browser.find_element(By.ID, "diff-clear").click()
-    wait_for(browser, "return window.kgExplorer.cy.elements('.diff-added, .diff-ended, .diff-changed')"
-                      ".length === 0")
+    wait_for(
+        browser,
+        "return window.kgExplorer.cy.elements('.diff-added, .diff-ended, .diff-changed')"
+        ".length === 0",
+    )
     assert browser.execute_script("return window.kgExplorer.state.diff") is None
     visible = """const {cy} = window.kgExplorer;
         return cy.edges().filter(e => e.visible()).map(e => e.data('fact')).sort();"""
     expected = sorted([NOVA, BACK, EVE])
     # The slider filters after the marks go: on a loaded machine, a moment later.
     with contextlib.suppress(TimeoutException):
-        wait_for(browser, f"return JSON.stringify((() => {{ {visible} }})()) === "
-                          f"{json.dumps(json.dumps(expected, separators=(',', ':')))};", timeout=5)
+        wait_for(
+            browser,
+            f"return JSON.stringify((() => {{ {visible} }})()) === "
+            f"{json.dumps(json.dumps(expected, separators=(',', ':')))};",
+            timeout=5,
+        )
     assert browser.execute_script(visible) == expected
 
 

@@ -33,6 +33,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 NOTES = "Ines Costa lives in Porto.\n\nHarbour Bank opened an office in Faro.\n"
 NOTES_EDITED = "Ines Costa lives in Porto.\n\nHarbour Bank opened an office in Braga.\n"
 
+
 def upload(client, base: str, name: str, data: bytes) -> str:
     answer = client.post(f"{base}/documents", {"files": [SimpleUploadedFile(name, data)]})
     assert answer.status_code == 202, answer.content
@@ -49,22 +50,31 @@ def found(client, base: str, name: str) -> bool:
 
 def row_text(browser, document_id: str) -> str | None:
     return browser.execute_script(
-        "const row = document.querySelector(`#documents tr[data-document=\"${arguments[0]}\"]`);"
-        " return row && row.textContent;", document_id)
+        'const row = document.querySelector(`#documents tr[data-document="${arguments[0]}"]`);'
+        " return row && row.textContent;",
+        document_id,
+    )
 
 
 def cells(browser, document_id: str) -> list[str]:
     return browser.execute_script(
-        "const row = document.querySelector(`#documents tr[data-document=\"${arguments[0]}\"]`);"
-        " return [...row.cells].map((c) => c.textContent);", document_id)
+        'const row = document.querySelector(`#documents tr[data-document="${arguments[0]}"]`);'
+        " return [...row.cells].map((c) => c.textContent);",
+        document_id,
+    )
 
 
 def wait_for_row(browser, document_id: str, *texts: str, timeout: float = 30) -> str:
     """The row of the document, once it holds every one of `texts`."""
-    script = ("const row = document.querySelector(`#documents tr[data-document=\"${arguments[0]}\"]`);"
-              " return row && arguments[1].every((t) => row.textContent.includes(t)) && row.textContent;")
-    return wait_for(browser, f"return (function() {{ {script} }})(...{json.dumps([document_id, list(texts)])});",
-                    timeout)
+    script = (
+        'const row = document.querySelector(`#documents tr[data-document="${arguments[0]}"]`);'
+        " return row && arguments[1].every((t) => row.textContent.includes(t)) && row.textContent;"
+    )
+    return wait_for(
+        browser,
+        f"return (function() {{ {script} }})(...{json.dumps([document_id, list(texts)])});",
+        timeout,
+    )
 
 
 def press(browser, selector: str, *keys: str) -> None:
@@ -92,12 +102,18 @@ def counted(n: int, one: str, many: str) -> str:
 
 
 def expected_sentence(preview: dict[str, Any]) -> str:
-    removed = (f"{counted(preview['entities_deleted'], 'entity', 'entities')} and "
-               f"{counted(preview['facts_deleted'], 'fact', 'facts')} will be removed")
+    removed = (
+        f"{counted(preview['entities_deleted'], 'entity', 'entities')} and "
+        f"{counted(preview['facts_deleted'], 'fact', 'facts')} will be removed"
+    )
     kept = preview["entities_kept"]
     if not kept:
         return removed + "."
-    reason = "stays because other documents mention it" if kept == 1 else "stay because other documents mention them"
+    reason = (
+        "stays because other documents mention it"
+        if kept == 1
+        else "stay because other documents mention them"
+    )
     return f"{removed}; {counted(kept, 'entity', 'entities')} {reason}."
 
 
@@ -105,7 +121,9 @@ def keep_screenshot(browser, name: str) -> None:
     """The documents card as a PNG in the test artifacts (and docs/img/ when asked)."""
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     card = browser.find_element(By.CSS_SELECTOR, "section.documents")
-    bottom = browser.execute_script("return arguments[0].getBoundingClientRect().bottom + window.scrollY", card)
+    bottom = browser.execute_script(
+        "return arguments[0].getBoundingClientRect().bottom + window.scrollY", card
+    )
     browser.set_window_size(1280, max(1000, int(bottom) + 200))  # the whole card in view
     browser.execute_script("window.scrollTo(0, 0)")
     path = ARTIFACTS / f"{name}.png"
@@ -115,8 +133,11 @@ def keep_screenshot(browser, name: str) -> None:
 
 
 def violations(browser) -> list[str]:
-    return [entry["message"] for entry in browser.get_log("browser")
-            if "Content Security Policy" in entry["message"] or "Refused to" in entry["message"]]
+    return [
+        entry["message"]
+        for entry in browser.get_log("browser")
+        if "Content Security Policy" in entry["message"] or "Refused to" in entry["message"]
+    ]
 
 
 def test_documents_are_listed_replaced_deleted_after_a_preview_and_retried(
@@ -140,8 +161,10 @@ def test_documents_are_listed_replaced_deleted_after_a_preview_and_retried(
     wait_for_row(browser, extended, "chat-export-2.json", "completed", job["notes"][0])
     listed = documents(client, base)
     name, version, status, episodes, facts, cost, actions = cells(browser, extended)
-    assert (episodes, facts) == (str(listed["chat-export-2.json"]["episode_count"]),
-                                 str(listed["chat-export-2.json"]["fact_count"]))
+    assert (episodes, facts) == (
+        str(listed["chat-export-2.json"]["episode_count"]),
+        str(listed["chat-export-2.json"]["fact_count"]),
+    )
     assert (episodes, cells(browser, chat)[3]) == ("2", "1")  # the first export's episode is shared
     assert cost == "$0" and actions == "DeleteReplace"
 
@@ -151,30 +174,49 @@ def test_documents_are_listed_replaced_deleted_after_a_preview_and_retried(
     edited_file.parent.mkdir()
     edited_file.write_text(NOTES_EDITED)
     browser.find_element(By.ID, "files").send_keys(str(notes_file))
-    notes = wait_for(browser, """const row = [...document.querySelectorAll('#documents tr')]
+    notes = wait_for(
+        browser,
+        """const row = [...document.querySelectorAll('#documents tr')]
         .find((r) => r.textContent.startsWith('notes.txt') && r.textContent.includes('completed'));
-        return row && row.dataset.document;""", timeout=30)
+        return row && row.dataset.document;""",
+        timeout=30,
+    )
     press(browser, action(notes, "replace"))
     browser.find_element(By.ID, "replace-file").send_keys(str(edited_file))
     wait_for_row(browser, notes, "v2 of 2", "completed")
-    wait_for(browser, "return document.getElementById('documents-status').textContent"
-                      " === 'notes.txt: version 2 queued.'")
+    wait_for(
+        browser,
+        "return document.getElementById('documents-status').textContent"
+        " === 'notes.txt: version 2 queued.'",
+    )
     versions = documents(client, base)["notes.txt"]["versions"]
     assert [v["version"] for v in versions] == [1, 2] and all(v["summary"] for v in versions)
     press(browser, f'details[data-document="{notes}"] summary')
-    items = wait_for(browser, f"""const history = document.querySelector('details[data-document="{notes}"]');
-        return history.open && [...history.querySelectorAll('li')].map((li) => li.innerText);""")
+    items = wait_for(
+        browser,
+        f"""const history = document.querySelector('details[data-document="{notes}"]');
+        return history.open && [...history.querySelectorAll('li')].map((li) => li.innerText);""",
+    )
     assert len(items) == 2
     for item, version in zip(items, versions, strict=True):
-        assert item.startswith(f"v{version['version']} · notes.txt · ") and version["summary"] in item
+        assert (
+            item.startswith(f"v{version['version']} · notes.txt · ") and version["summary"] in item
+        )
     keep_screenshot(browser, "documents")
 
     # Delete the extended export: first what would go and what would stay, then Cancel.
     preview = client.delete(f"{base}/documents/{extended}?dry_run=true").json()
-    assert preview["entities_deleted"] >= 1 and preview["entities_kept"] >= 1 and preview["facts_deleted"] >= 1
+    assert (
+        preview["entities_deleted"] >= 1
+        and preview["entities_kept"] >= 1
+        and preview["facts_deleted"] >= 1
+    )
     press(browser, action(extended, "delete"))
-    shown = wait_for(browser, """const panel = document.getElementById('delete-preview');
-        return !panel.hidden && panel.querySelector('#delete-sentence').textContent;""")
+    shown = wait_for(
+        browser,
+        """const panel = document.getElementById('delete-preview');
+        return !panel.hidden && panel.querySelector('#delete-sentence').textContent;""",
+    )
     assert shown == expected_sentence(preview)
     removed_names = browser.find_element(By.CSS_SELECTOR, "#delete-preview .names-deleted").text
     kept_names = browser.find_element(By.CSS_SELECTOR, "#delete-preview .names-kept").text
@@ -193,8 +235,13 @@ def test_documents_are_listed_replaced_deleted_after_a_preview_and_retried(
     browser.switch_to.active_element.send_keys(Keys.SHIFT, Keys.TAB)
     assert browser.switch_to.active_element.get_attribute("id") == "delete-confirm"
     browser.switch_to.active_element.send_keys(Keys.ENTER)
-    wait_for(browser, f"return document.querySelector('#documents tr[data-document=\"{extended}\"]') === null")
-    assert browser.find_element(By.ID, "documents-status").text.startswith("chat-export-2.json deleted: ")
+    wait_for(
+        browser,
+        f"return document.querySelector('#documents tr[data-document=\"{extended}\"]') === null",
+    )
+    assert browser.find_element(By.ID, "documents-status").text.startswith(
+        "chat-export-2.json deleted: "
+    )
     left = documents(client, base)
     assert sorted(left) == ["chat.json", "notes.txt"]
     assert not found(client, base, "Biscuit")
@@ -205,9 +252,11 @@ def test_documents_are_listed_replaced_deleted_after_a_preview_and_retried(
     # A failed job: its document offers Retry, and is ingested again.
     graph = tenant_graph(tenant)
     chat_job = left["chat.json"]["job"]
-    graph.query("UPDATE $doc SET status = 'failed', error = 'the worker stopped';"
-                " UPDATE $job SET status = 'failed', error = 'the worker stopped';",
-                {"doc": parse_record_id(chat, "document"), "job": parse_record_id(chat_job, "job")})
+    graph.query(
+        "UPDATE $doc SET status = 'failed', error = 'the worker stopped';"
+        " UPDATE $job SET status = 'failed', error = 'the worker stopped';",
+        {"doc": parse_record_id(chat, "document"), "job": parse_record_id(chat_job, "job")},
+    )
     wait_for_row(browser, chat, "failed", "the worker stopped", "Retry")
     press(browser, action(chat, "retry"))
     wait_for_row(browser, chat, "completed")
@@ -218,8 +267,11 @@ def test_documents_are_listed_replaced_deleted_after_a_preview_and_retried(
     graph.query("UPDATE $id SET status = 'extracting'", {"id": parse_record_id(notes, "document")})
     press(browser, action(notes, "replace"))
     browser.find_element(By.ID, "replace-file").send_keys(str(notes_file))
-    busy = wait_for(browser, """const status = document.getElementById('documents-status');
-        return status.classList.contains('error') && status.textContent;""")
+    busy = wait_for(
+        browser,
+        """const status = document.getElementById('documents-status');
+        return status.classList.contains('error') && status.textContent;""",
+    )
     assert busy.startswith("notes.txt was not replaced: ") and "still being ingested" in busy
     assert documents(client, base)["notes.txt"]["version"] == 2
     assert violations(browser) == []
@@ -230,7 +282,9 @@ def test_viewers_see_the_documents_without_actions(
 ) -> None:
     tenant = make_tenant()
     base = f"/api/v1/t/{tenant.slug}"
-    document = upload(token_client(member(tenant, Role.EDITOR)), base, "chat.json", json.dumps(CHAT).encode())
+    document = upload(
+        token_client(member(tenant, Role.EDITOR)), base, "chat.json", json.dumps(CHAT).encode()
+    )
     log_in(member(tenant, Role.VIEWER))
     browser.get(f"{web_server}/t/{tenant.slug}/uploads")
     wait_for_row(browser, document, "chat.json", "completed")

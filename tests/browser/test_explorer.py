@@ -18,7 +18,6 @@ from tests.browser.conftest import screenshot, wait_for
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-
 def post(client, url: str, body: dict[str, Any]):
     response = client.post(url, data=json.dumps(body), content_type="application/json")
     assert response.status_code in (201, 202), response.content
@@ -26,8 +25,9 @@ def post(client, url: str, body: dict[str, Any]):
 
 
 def labels(browser) -> set[str]:
-    return set(browser.execute_script(
-        "return window.kgExplorer.cy.nodes().map(n => n.data('label'))"))
+    return set(
+        browser.execute_script("return window.kgExplorer.cy.nodes().map(n => n.data('label'))")
+    )
 
 
 def shown_facts(browser) -> dict[str, str]:
@@ -41,7 +41,8 @@ def shown_facts(browser) -> dict[str, str]:
 
 def set_slider(browser, slider: str, moment: datetime | None) -> None:
     """Drag a time slider to `moment` (None: all the way right, now)."""
-    browser.execute_script("""
+    browser.execute_script(
+        """
         const [id, iso] = arguments;
         const input = document.getElementById(id);
         const {state} = window.kgExplorer;
@@ -49,7 +50,10 @@ def set_slider(browser, slider: str, moment: datetime | None) -> None:
         input.value = iso === null ? 1000
             : Math.floor((Date.parse(iso) - start) / (end - start) * 1000);
         input.dispatchEvent(new Event('input', {bubbles: true}));
-    """, slider, moment.isoformat() if moment else None)
+    """,
+        slider,
+        moment.isoformat() if moment else None,
+    )
 
 
 def open_explorer(browser, web_server: str, slug: str) -> None:
@@ -67,16 +71,25 @@ def test_uploads_appear_live_and_the_sliders_travel_in_time(
     open_explorer(browser, web_server, tenant.slug)
     base = f"/api/v1/t/{tenant.slug}"
 
-    post(client, f"{base}/episodes", {"content": "Alice works at Acme Corp.",
-                                      "reference_time": "2024-01-15T00:00:00Z"})
+    post(
+        client,
+        f"{base}/episodes",
+        {"content": "Alice works at Acme Corp.", "reference_time": "2024-01-15T00:00:00Z"},
+    )
     between = datetime.now(UTC)
-    post(client, f"{base}/episodes", {"content": "Alice joined Beta Inc last month.",
-                                      "reference_time": "2024-03-10T00:00:00Z"})
+    post(
+        client,
+        f"{base}/episodes",
+        {"content": "Alice joined Beta Inc last month.", "reference_time": "2024-03-10T00:00:00Z"},
+    )
     # Without reloading: the three entities arrive through the socket.
-    wait_for(browser, """
+    wait_for(
+        browser,
+        """
         const names = window.kgExplorer.cy.nodes().map(n => n.data('label'));
         return ['Alice', 'Acme Corp', 'Beta Inc'].every(n => names.includes(n));
-    """)
+    """,
+    )
     acme, beta = "Alice works at Acme Corp.", "Alice joined Beta Inc."
     wait_for(browser, "return window.kgExplorer.cy.edges().length >= 2")
 
@@ -96,7 +109,8 @@ def test_uploads_appear_live_and_the_sliders_travel_in_time(
         assert facts[beta] == "off", (moment, facts)
         beta_node = browser.execute_script(
             "const n = window.kgExplorer.cy.nodes().filter(n => n.data('label') === 'Beta Inc');"
-            "return n.hasClass('gone');")
+            "return n.hasClass('gone');"
+        )
         assert beta_node, moment
     # As known now, in April, Acme is history: drawn dashed when history is shown.
     set_slider(browser, "known-time", None)
@@ -105,7 +119,8 @@ def test_uploads_appear_live_and_the_sliders_travel_in_time(
     assert shown_facts(browser)[acme] == "past"
     # Alice's details: her facts by relation, and the passages that mention her.
     browser.execute_script(
-        "window.kgExplorer.cy.nodes().filter(n => n.data('label') === 'Alice').emit('tap')")
+        "window.kgExplorer.cy.nodes().filter(n => n.data('label') === 'Alice').emit('tap')"
+    )
     wait_for(browser, "return document.querySelectorAll('#detail blockquote').length === 2")
     assert "Alice joined Beta Inc." in browser.find_element(By.ID, "detail").text
     screenshot(browser, "explorer")
@@ -118,9 +133,16 @@ def test_names_with_markup_are_shown_as_text(
     editor = member(tenant, Role.EDITOR)
     client = token_client(editor)
     hostile = ['<img src=x onerror="window.__pwned=1">', "<script>window.__pwned=2</script>"]
-    post(client, f"/api/v1/t/{tenant.slug}/facts", {
-        "source": {"name": hostile[0], "type": "Person"}, "relation": "KNOWS",
-        "target": {"name": hostile[1], "type": "Person"}, "fact": f"{hostile[0]} knows {hostile[1]}"})
+    post(
+        client,
+        f"/api/v1/t/{tenant.slug}/facts",
+        {
+            "source": {"name": hostile[0], "type": "Person"},
+            "relation": "KNOWS",
+            "target": {"name": hostile[1], "type": "Person"},
+            "fact": f"{hostile[0]} knows {hostile[1]}",
+        },
+    )
     log_in(editor)
     open_explorer(browser, web_server, tenant.slug)
     assert set(hostile) <= labels(browser)
@@ -132,7 +154,9 @@ def test_names_with_markup_are_shown_as_text(
     wait_for(browser, "return document.querySelector('#detail h3') !== null")
     detail = browser.find_element(By.ID, "detail")
     assert hostile[0] in detail.text
-    assert not browser.find_elements(By.CSS_SELECTOR, "#detail img, #suggestions img, #detail script")
+    assert not browser.find_elements(
+        By.CSS_SELECTOR, "#detail img, #suggestions img, #detail script"
+    )
     assert browser.execute_script("return window.__pwned") is None
 
 
@@ -152,8 +176,12 @@ def test_after_a_dropped_socket_the_screen_equals_the_database(
         window.__realWebSocket = window.WebSocket;
         window.WebSocket = function () { throw new Error('offline'); };
     """)
-    for text in ("Omar works at Orbital Labs.", "Paula works at Quantum Labs.",
-                 "Nora knows Paula.", "Nora left Orbital Labs in March 2024."):
+    for text in (
+        "Omar works at Orbital Labs.",
+        "Paula works at Quantum Labs.",
+        "Nora knows Paula.",
+        "Nora left Orbital Labs in March 2024.",
+    ):
         post(client, f"{base}/episodes", {"content": text})
     browser.execute_script("window.WebSocket = window.__realWebSocket;")  # back online
     wait_for(browser, "return document.getElementById('status').textContent === 'Live'", 30)
@@ -213,11 +241,20 @@ def test_large_graphs_are_laid_out_by_the_server_and_filtered_in_time(
         ended = valid + 100 * day if i % 3 == 0 else None
         spans.append((valid, ended))
     iso = lambda ms: datetime.fromtimestamp(ms / 1000, UTC).isoformat()  # noqa: E731
-    edges = [{"id": f"relates_to:f{i}", "source": f"entity:n{i % 1500}",
-              "target": f"entity:n{(i * 13 + 1) % 1500}", "relation": "KNOWS", "fact": f"fact {i}",
-              "valid_at": iso(valid), "invalid_at": iso(ended) if ended else None,
-              "created_at": iso(start), "expired_at": None}
-             for i, (valid, ended) in enumerate(spans)]
+    edges = [
+        {
+            "id": f"relates_to:f{i}",
+            "source": f"entity:n{i % 1500}",
+            "target": f"entity:n{(i * 13 + 1) % 1500}",
+            "relation": "KNOWS",
+            "fact": f"fact {i}",
+            "valid_at": iso(valid),
+            "invalid_at": iso(ended) if ended else None,
+            "created_at": iso(start),
+            "expired_at": None,
+        }
+        for i, (valid, ended) in enumerate(spans)
+    ]
     browser.set_script_timeout(120)
     assert browser.execute_async_script(LARGE, nodes, edges)
 
@@ -234,11 +271,16 @@ def test_large_graphs_are_laid_out_by_the_server_and_filtered_in_time(
     assert view == {"visible": current, "inView": 1500, "spots": 1500}, view
     # The facts hidden now are added to the graph in the background, hidden.
     wait_for(browser, "return [...window.kgExplorer.state.facts.values()].every(f => f.ele)")
-    assert browser.execute_script("return window.kgExplorer.cy.edges('.gone').length") == 3000 - current
+    assert (
+        browser.execute_script("return window.kgExplorer.cy.edges('.gone').length")
+        == 3000 - current
+    )
 
     set_slider(browser, "valid-time", datetime(2022, 6, 1, tzinfo=UTC))
     as_of = browser.execute_script("return window.kgExplorer.state.asOf")
-    expected = sum(1 for valid, ended in spans if valid <= as_of and (ended is None or as_of < ended))
+    expected = sum(
+        1 for valid, ended in spans if valid <= as_of and (ended is None or as_of < ended)
+    )
     shown = browser.execute_script("""
         const {cy, state} = window.kgExplorer;
         return [state.visible.edges, cy.edges().not('.gone').length];

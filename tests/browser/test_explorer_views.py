@@ -48,39 +48,86 @@ def nodes(browser) -> list[dict[str, Any]]:
     return browser.execute_script(NODES)
 
 
-def build(tenant, entities: dict[str, tuple[str, str]], facts: list[tuple[str, str, str]],
-          mentions: dict[str, int]) -> None:
+def build(
+    tenant,
+    entities: dict[str, tuple[str, str]],
+    facts: list[tuple[str, str, str]],
+    mentions: dict[str, int],
+) -> None:
     """A graph written as ingestion leaves one: entities (key -> name, type), facts
     (subject, relation, object) valid from 2024, and each entity mentioned by
     `mentions[key]` episodes of its own."""
     graph = tenant_graph(tenant)
-    graph.query(queries.ENTITIES_BULK_INSERT, {"rows": [
-        {"id": E(k), "name": n, "canonical_name": n.casefold(), "entity_type": t}
-        for k, (n, t) in entities.items()]})
-    graph.query(queries.FACTS_BULK_INSERT, {"rows": [
-        {"id": RecordID("relates_to", f"f{i}"), "in": E(a), "out": E(b), "relation": r,
-         "fact": f"{entities[a][0]} {r.lower().replace('_', ' ')} {entities[b][0]}.",
-         "valid_at": WHEN, "created_at": WHEN}
-        for i, (a, r, b) in enumerate(facts)]})
+    graph.query(
+        queries.ENTITIES_BULK_INSERT,
+        {
+            "rows": [
+                {"id": E(k), "name": n, "canonical_name": n.casefold(), "entity_type": t}
+                for k, (n, t) in entities.items()
+            ]
+        },
+    )
+    graph.query(
+        queries.FACTS_BULK_INSERT,
+        {
+            "rows": [
+                {
+                    "id": RecordID("relates_to", f"f{i}"),
+                    "in": E(a),
+                    "out": E(b),
+                    "relation": r,
+                    "fact": f"{entities[a][0]} {r.lower().replace('_', ' ')} {entities[b][0]}.",
+                    "valid_at": WHEN,
+                    "created_at": WHEN,
+                }
+                for i, (a, r, b) in enumerate(facts)
+            ]
+        },
+    )
     graph.query(queries.ENTITY_DEGREE_RECOUNT, {"ids": [E(k) for k in entities]})
     number = 0
     for key, times in mentions.items():
         for _ in range(times):
             number += 1
             episode = RecordID("episode", f"p{number}")
-            graph.query("CREATE $e SET content = 'said', source = 'message', valid_at = $w, "
-                        "content_hash = type::string($e); RELATE $e->mentions->$x;",
-                        {"e": episode, "w": WHEN, "x": E(key)})
+            graph.query(
+                "CREATE $e SET content = 'said', source = 'message', valid_at = $w, "
+                "content_hash = type::string($e); RELATE $e->mentions->$x;",
+                {"e": episode, "w": WHEN, "x": E(key)},
+            )
 
 
 # Two speakers and what a long chat leaves: many common nouns at the end of one fact
 # each (said once), named places and a book talked about often but in no fact, a friend.
-GENERIC = ["need", "top", "mix", "left", "bit", "thing", "way", "lot", "kind", "idea",
-           "stuff", "time", "week", "day", "part", "place", "side", "end"]
+GENERIC = [
+    "need",
+    "top",
+    "mix",
+    "left",
+    "bit",
+    "thing",
+    "way",
+    "lot",
+    "kind",
+    "idea",
+    "stuff",
+    "time",
+    "week",
+    "day",
+    "part",
+    "place",
+    "side",
+    "end",
+]
 SPEAKERS = {"jolene": ("Jolene", "Person"), "deb": ("Deborah", "Person")}
-NAMED = {"bali": ("Bali", "Location"), "sapiens": ("Sapiens", "Document"),
-         "paris": ("Paris", "Location"), "pomodoro": ("Pomodoro Technique", "Concept"),
-         "seraphim": ("Seraphim", "Person"), "anna": ("Anna", "Person")}
+NAMED = {
+    "bali": ("Bali", "Location"),
+    "sapiens": ("Sapiens", "Document"),
+    "paris": ("Paris", "Location"),
+    "pomodoro": ("Pomodoro Technique", "Concept"),
+    "seraphim": ("Seraphim", "Person"),
+    "anna": ("Anna", "Person"),
+}
 
 
 def chat_graph(tenant) -> None:
@@ -88,8 +135,17 @@ def chat_graph(tenant) -> None:
     facts = [("jolene", "MENTIONS", g) for g in GENERIC[:12]]
     facts += [("deb", "MENTIONS", g) for g in GENERIC[12:]]
     facts += [("jolene", "KNOWS", "anna"), ("deb", "KNOWS", "jolene")]
-    mentions = {"jolene": 60, "deb": 60, "bali": 6, "sapiens": 5, "paris": 4, "pomodoro": 3,
-                "seraphim": 3, "anna": 2, **dict.fromkeys(GENERIC, 1)}
+    mentions = {
+        "jolene": 60,
+        "deb": 60,
+        "bali": 6,
+        "sapiens": 5,
+        "paris": 4,
+        "pomodoro": 3,
+        "seraphim": 3,
+        "anna": 2,
+        **dict.fromkeys(GENERIC, 1),
+    }
     build(tenant, entities, facts, mentions)
 
 
@@ -140,17 +196,20 @@ def test_an_uploaded_chat_shows_everything_it_names_without_overlap(
     editor = member(tenant, Role.EDITOR)
     answer = token_client(editor).post(
         f"/api/v1/t/{tenant.slug}/documents",
-        {"files": [SimpleUploadedFile("chat.json", CHAT.read_bytes())]})
+        {"files": [SimpleUploadedFile("chat.json", CHAT.read_bytes())]},
+    )
     assert answer.status_code == 202, answer.content
     log_in(editor)
     open_explorer(browser, web_server, tenant.slug)
     settle(browser)
-    names = set(tenant_graph(tenant).query(
-        "SELECT VALUE name FROM entity WHERE merged_into = NONE")[-1])
+    names = set(
+        tenant_graph(tenant).query("SELECT VALUE name FROM entity WHERE merged_into = NONE")[-1]
+    )
     shown = {n["label"] for n in nodes(browser)}
     # A small chat: every entity it gave is drawn (or inside a fold).
     folded = browser.execute_script(
-        "return [...window.kgExplorer.state.nodes].filter(([, n]) => n.folded).length")
+        "return [...window.kgExplorer.state.nodes].filter(([, n]) => n.folded).length"
+    )
     assert len(shown - {n for n in shown if " topics of " in n}) + folded == len(names)
     assert {"Priya", "Tomasz"} <= shown
     assert browser.execute_script(OVERLAPS) == []
@@ -161,12 +220,28 @@ def test_each_type_has_the_same_colour_in_every_tenant(
 ) -> None:
     first, second = make_tenant(name="First"), make_tenant(name="Second")
     # The same types, met in other orders, and a type of their own ("Recipe").
-    build(first, {"a": ("Ann", "Person"), "b": ("Bolt Ltd", "Organization"),
-                  "c": ("Shakshuka", "Recipe"), "d": ("Oslo", "Location")},
-          [("a", "WORKS_AT", "b"), ("a", "COOKS", "c"), ("b", "BASED_IN", "d")], {})
-    build(second, {"d": ("Lima", "Location"), "c": ("Ceviche", "Recipe"),
-                   "b": ("Bram", "Person"), "a": ("Acme", "Organization")},
-          [("b", "COOKS", "c"), ("a", "BASED_IN", "d"), ("b", "WORKS_AT", "a")], {})
+    build(
+        first,
+        {
+            "a": ("Ann", "Person"),
+            "b": ("Bolt Ltd", "Organization"),
+            "c": ("Shakshuka", "Recipe"),
+            "d": ("Oslo", "Location"),
+        },
+        [("a", "WORKS_AT", "b"), ("a", "COOKS", "c"), ("b", "BASED_IN", "d")],
+        {},
+    )
+    build(
+        second,
+        {
+            "d": ("Lima", "Location"),
+            "c": ("Ceviche", "Recipe"),
+            "b": ("Bram", "Person"),
+            "a": ("Acme", "Organization"),
+        },
+        [("b", "COOKS", "c"), ("a", "BASED_IN", "d"), ("b", "WORKS_AT", "a")],
+        {},
+    )
     user = member(first, Role.VIEWER)
     services.membership_set(tenant=second, user=user, role=Role.VIEWER)
     log_in(user)
@@ -175,8 +250,10 @@ def test_each_type_has_the_same_colour_in_every_tenant(
         open_explorer(browser, web_server, tenant.slug)
         settle(browser)
         drawn = {n["type"]: n["colour"] for n in nodes(browser)}
-        legend = {item.get_attribute("data-type"): item.get_attribute("data-colour")
-                  for item in browser.find_elements(By.CSS_SELECTOR, "#legend li")}
+        legend = {
+            item.get_attribute("data-type"): item.get_attribute("data-colour")
+            for item in browser.find_elements(By.CSS_SELECTOR, "#legend li")
+        }
         assert drawn == legend
         colours.append(drawn)
     assert colours[0] == colours[1] == colours[2]
@@ -189,15 +266,40 @@ def test_the_panel_and_the_sliders_follow_the_moment(
     tenant = make_tenant()
     at = lambda year, month=1: datetime(year, month, 1, tzinfo=UTC)  # noqa: E731
     graph = tenant_graph(tenant)
-    graph.query(queries.ENTITIES_BULK_INSERT, {"rows": [
-        {"id": E(k), "name": n, "canonical_name": n.lower(), "entity_type": t}
-        for k, n, t in (("priya", "Priya", "Person"), ("leeds", "Leeds", "Location"),
-                        ("york", "York", "Location"))]})
-    graph.query(queries.FACTS_BULK_INSERT, {"rows": [
-        {"id": RecordID("relates_to", k), "in": E("priya"), "out": E(o), "relation": "LIVES_IN",
-         "fact": f, "valid_at": v, "invalid_at": i, "created_at": at(2025)}
-        for k, o, f, v, i in (("leeds", "leeds", "Priya lives in Leeds.", at(2019), at(2024, 6)),
-                              ("york", "york", "Priya lives in York.", at(2024, 6), None))]})
+    graph.query(
+        queries.ENTITIES_BULK_INSERT,
+        {
+            "rows": [
+                {"id": E(k), "name": n, "canonical_name": n.lower(), "entity_type": t}
+                for k, n, t in (
+                    ("priya", "Priya", "Person"),
+                    ("leeds", "Leeds", "Location"),
+                    ("york", "York", "Location"),
+                )
+            ]
+        },
+    )
+    graph.query(
+        queries.FACTS_BULK_INSERT,
+        {
+            "rows": [
+                {
+                    "id": RecordID("relates_to", k),
+                    "in": E("priya"),
+                    "out": E(o),
+                    "relation": "LIVES_IN",
+                    "fact": f,
+                    "valid_at": v,
+                    "invalid_at": i,
+                    "created_at": at(2025),
+                }
+                for k, o, f, v, i in (
+                    ("leeds", "leeds", "Priya lives in Leeds.", at(2019), at(2024, 6)),
+                    ("york", "york", "Priya lives in York.", at(2024, 6), None),
+                )
+            ]
+        },
+    )
     log_in(member(tenant, Role.VIEWER))
     open_explorer(browser, web_server, tenant.slug)
 
@@ -213,11 +315,15 @@ def test_the_panel_and_the_sliders_follow_the_moment(
     rows = "return [...document.querySelectorAll('#detail .facts > li')].map(li => [li.querySelector('.linkish').textContent, li.dataset.standing])"
     wait_for(browser, "return document.querySelectorAll('#detail .facts > li').length === 2")
     assert sorted(browser.execute_script(rows)) == [
-        ["Priya lives in Leeds.", "ended"], ["Priya lives in York.", "holds"]]
+        ["Priya lives in Leeds.", "ended"],
+        ["Priya lives in York.", "holds"],
+    ]
     set_slider(browser, "valid-time", at(2021))
     # The panel follows the slider: at 2021 the move to York is still to come.
     assert sorted(browser.execute_script(rows)) == [
-        ["Priya lives in Leeds.", "holds"], ["Priya lives in York.", "not-yet"]]
+        ["Priya lives in Leeds.", "holds"],
+        ["Priya lives in York.", "not-yet"],
+    ]
     said = browser.find_element(By.CSS_SELECTOR, "#detail li.not-yet .standing").text
     assert "not yet valid" in said and "2024-06-01" in said
     screenshot(browser, "explorer-panel-2021")
@@ -236,16 +342,26 @@ def test_an_empty_tenant_says_how_to_fill_it_and_live_nodes_settle(
     assert link.endswith(f"/t/{tenant.slug}/uploads")
 
     client = token_client(editor)
-    texts = ["Marta Kowalska works at Northwind Foods and lives in Gdansk.",
-             "Marta Kowalska knows Jonas Berg. Jonas Berg works at Baltic Rail.",
-             "Baltic Rail is based in Riga. Northwind Foods is based in Gdansk."]
+    texts = [
+        "Marta Kowalska works at Northwind Foods and lives in Gdansk.",
+        "Marta Kowalska knows Jonas Berg. Jonas Berg works at Baltic Rail.",
+        "Baltic Rail is based in Riga. Northwind Foods is based in Gdansk.",
+    ]
     for number, text in enumerate(texts):
-        answer = client.post(f"/api/v1/t/{tenant.slug}/episodes", data=json.dumps(
-            {"content": text, "reference_time": f"2024-0{number + 1}-10T00:00:00Z"}),
-            content_type="application/json")
+        answer = client.post(
+            f"/api/v1/t/{tenant.slug}/episodes",
+            data=json.dumps(
+                {"content": text, "reference_time": f"2024-0{number + 1}-10T00:00:00Z"}
+            ),
+            content_type="application/json",
+        )
         assert answer.status_code in (201, 202), answer.content
-    wait_for(browser, """const names = window.kgExplorer.cy.nodes().map(n => n.data('label'));
-        return ['Marta Kowalska', 'Baltic Rail', 'Riga'].every(n => names.includes(n));""", timeout=30)
+    wait_for(
+        browser,
+        """const names = window.kgExplorer.cy.nodes().map(n => n.data('label'));
+        return ['Marta Kowalska', 'Baltic Rail', 'Riga'].every(n => names.includes(n));""",
+        timeout=30,
+    )
     settle(browser, 1200)
     assert not browser.find_element(By.ID, "empty-hint").is_displayed()
     # Settled, not piled: every two nodes apart, all in view, no names overlapping, with no

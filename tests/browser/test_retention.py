@@ -18,7 +18,8 @@ pytestmark = pytest.mark.django_db(transaction=True)
 def aged_graph(tenant) -> None:
     """Two facts, one retired 40 days ago, and an episode stored 100 days ago."""
     now = datetime.now(UTC)
-    tenant_graph(tenant).query("""
+    tenant_graph(tenant).query(
+        """
         CREATE entity:ines CONTENT {name: 'Ines', canonical_name: 'ines', entity_type: 'Person'};
         CREATE entity:orbit CONTENT {name: 'Orbit Ltd', canonical_name: 'orbit ltd', entity_type: 'Organization'};
         CREATE entity:delta CONTENT {name: 'Delta', canonical_name: 'delta', entity_type: 'Organization'};
@@ -28,12 +29,15 @@ def aged_graph(tenant) -> None:
             fact: 'Ines works at Delta.'};
         CREATE episode:talk CONTENT {content: 'Ines chatted about the weather.', content_hash: 'h',
             created_at: $old};
-    """, {"ended": now - timedelta(days=40), "old": now - timedelta(days=100)})
+    """,
+        {"ended": now - timedelta(days=40), "old": now - timedelta(days=100)},
+    )
 
 
 def count(browser, key: str) -> str:
     return browser.execute_script(
-        f"return document.querySelector('#preview-counts dd[data-count={key}]')?.textContent")
+        f"return document.querySelector('#preview-counts dd[data-count={key}]')?.textContent"
+    )
 
 
 def test_the_owner_previews_saves_runs_and_sees_the_archive(
@@ -45,7 +49,10 @@ def test_the_owner_previews_saves_runs_and_sees_the_archive(
     log_in(owner)
     browser.get(f"{web_server}/t/{tenant.slug}/")
     browser.find_element(By.ID, "retention-link").click()
-    wait_for(browser, "return document.getElementById('current-policy').textContent === 'keep everything'")
+    wait_for(
+        browser,
+        "return document.getElementById('current-policy').textContent === 'keep everything'",
+    )
     assert browser.find_element(By.ID, "save").get_attribute("disabled") is not None
 
     browser.find_element(By.CSS_SELECTOR, "input[name=mode][value=drop]").click()
@@ -64,23 +71,34 @@ def test_the_owner_previews_saves_runs_and_sees_the_archive(
     assert tenant.retention_mode == "keep_all"
 
     browser.find_element(By.ID, "save").click()
-    wait_for(browser, "return document.getElementById('current-policy').textContent.startsWith('drop facts')")
+    wait_for(
+        browser,
+        "return document.getElementById('current-policy').textContent.startsWith('drop facts')",
+    )
     tenant.refresh_from_db()
     assert (tenant.retention_mode, tenant.retention_facts_ended_days) == ("drop", 30)
 
     browser.find_element(By.ID, "run").click()
-    wait_for(browser, "return document.getElementById('retention-status').textContent.startsWith('Run completed')", 60)
+    wait_for(
+        browser,
+        "return document.getElementById('retention-status').textContent.startsWith('Run completed')",
+        60,
+    )
     wait_for(browser, "return document.querySelector('#archives a') !== null")
     link = browser.find_element(By.CSS_SELECTOR, "#archives a")
     assert link.text.startswith("retention-") and link.text.endswith(".jsonl.gz")
     history = browser.find_element(By.ID, "history").text
     assert "run: removed" in history and "policy: keep everything" in history
-    assert tenant_graph(tenant).query("SELECT VALUE fact FROM relates_to")[0] == ["Ines works at Delta."]
+    assert tenant_graph(tenant).query("SELECT VALUE fact FROM relates_to")[0] == [
+        "Ines works at Delta."
+    ]
     assert [e for e in browser.get_log("browser") if e["level"] == "SEVERE"] == []
     screenshot(browser, "retention-run")
 
 
-def test_members_below_owner_get_no_page_and_no_link(make_tenant, member, web_server, browser, log_in) -> None:
+def test_members_below_owner_get_no_page_and_no_link(
+    make_tenant, member, web_server, browser, log_in
+) -> None:
     tenant, other = make_tenant(), make_tenant()
     curator = member(tenant, Role.CURATOR)
     log_in(curator)

@@ -36,8 +36,9 @@ def test_the_switcher_opens_the_same_page_in_the_other_tenant(
     wait_for(browser, "return document.getElementById('status').textContent === 'Live'")
     assert browser.find_element(By.CSS_SELECTOR, "details.switcher summary").text == "Borealis Team"
     # The icon the page names is served (an SVG), not a 404.
-    icon = browser.execute_script(
-        "return document.querySelector('link[rel=icon]').href")
+    icon = browser.execute_script("return document.querySelector('link[rel=icon]').href")
     status = browser.execute_async_script(
-        "fetch(arguments[0]).then(r => arguments[1]([r.status, r.headers.get('content-type')]))", icon)
+        "fetch(arguments[0]).then(r => arguments[1]([r.status, r.headers.get('content-type')]))",
+        icon,
+    )
     assert status[0] == 200 and "svg" in status[1], status

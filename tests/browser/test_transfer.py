@@ -42,7 +42,8 @@ def facts_count(browser) -> str:
     return browser.execute_script(
         "return [...document.querySelectorAll('.counts div')]"
         ".find((d) => d.querySelector('dt').textContent === 'facts')"
-        "?.querySelector('dd').textContent")
+        "?.querySelector('dd').textContent"
+    )
 
 
 def test_an_owner_imports_an_export_into_an_empty_tenant(
@@ -59,8 +60,11 @@ def test_an_owner_imports_an_export_into_an_empty_tenant(
 
     browser.find_element(By.ID, "import-file").send_keys(str(damaged))
     browser.find_element(By.ID, "import-submit").click()
-    said = wait_for(browser, "const t = document.getElementById('import-status').textContent;"
-                             " return t.includes('failed') && t")
+    said = wait_for(
+        browser,
+        "const t = document.getElementById('import-status').textContent;"
+        " return t.includes('failed') && t",
+    )
     assert "checksum" in said and "nothing was kept" in said
 
     browser.find_element(By.ID, "import-file").clear()

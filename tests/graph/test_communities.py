@@ -35,19 +35,36 @@ async def planted(migrated_store, seed: int = 3) -> tuple[TenantStore, dict[str,
     store = await migrated_store()
     rng = random.Random(seed)
     group = {f"entity:g{g}n{i}": g for g in range(GROUPS) for i in range(SIZE)}
-    await store.query(queries.ENTITIES_BULK_INSERT, {"rows": [
-        {"id": RecordID("entity", key.split(":")[1]), "name": f"Member {key[8:]}",
-         "canonical_name": key[8:], "entity_type": "Person"} for key in group]})
+    await store.query(
+        queries.ENTITIES_BULK_INSERT,
+        {
+            "rows": [
+                {
+                    "id": RecordID("entity", key.split(":")[1]),
+                    "name": f"Member {key[8:]}",
+                    "canonical_name": key[8:],
+                    "entity_type": "Person",
+                }
+                for key in group
+            ]
+        },
+    )
     keys, facts = list(group), []
     for i, a in enumerate(keys):
-        for b in keys[i + 1:]:
+        for b in keys[i + 1 :]:
             if rng.random() < (0.25 if group[a] == group[b] else 0.004):
-                facts.append({"id": RecordID("relates_to", f"f{len(facts)}"),
-                              "in": RecordID("entity", a[7:]), "out": RecordID("entity", b[7:]),
-                              "relation": "KNOWS", "fact": f"{a[7:]} knows {b[7:]}",
-                              "valid_at": datetime(2024, 1, 1, tzinfo=UTC)})
+                facts.append(
+                    {
+                        "id": RecordID("relates_to", f"f{len(facts)}"),
+                        "in": RecordID("entity", a[7:]),
+                        "out": RecordID("entity", b[7:]),
+                        "relation": "KNOWS",
+                        "fact": f"{a[7:]} knows {b[7:]}",
+                        "valid_at": datetime(2024, 1, 1, tzinfo=UTC),
+                    }
+                )
     for start in range(0, len(facts), 500):
-        await store.query(queries.FACTS_BULK_INSERT, {"rows": facts[start:start + 500]})
+        await store.query(queries.FACTS_BULK_INSERT, {"rows": facts[start : start + 500]})
     return store, group
 
 
@@ -74,10 +91,18 @@ async def test_planted_partition_is_recovered(migrated_store) -> None:
 
 async def test_an_unchanged_graph_costs_no_model_call(migrated_store, scripted_llm) -> None:
     store, _ = await planted(migrated_store)
-    scripted_llm.on_chat(lambda body: {"name": "A circle of friends",
-                                       "summary": "People who know each other."})
-    llm = LLMClient(LLMConfig(base_url=scripted_llm.base_url, api_key="t", model="scripted",
-                              timeout=5.0, max_retries=1))
+    scripted_llm.on_chat(
+        lambda body: {"name": "A circle of friends", "summary": "People who know each other."}
+    )
+    llm = LLMClient(
+        LLMConfig(
+            base_url=scripted_llm.base_url,
+            api_key="t",
+            model="scripted",
+            timeout=5.0,
+            max_retries=1,
+        )
+    )
     first = await communities.rebuild(store, llm)
     requests = scripted_llm.chat_requests("summarize_community")
     calls = len(requests)
@@ -93,13 +118,35 @@ async def test_an_unchanged_graph_costs_no_model_call(migrated_store, scripted_l
     assert second.unchanged == GROUPS and second.llm_calls == 0
     assert await membership(store) == before
     # One changed community (a new member) is described again; the others are not.
-    await store.query(queries.ENTITIES_BULK_INSERT, {"rows": [
-        {"id": RecordID("entity", "late"), "name": "Late Comer", "canonical_name": "late comer",
-         "entity_type": "Person"}]})
-    await store.query(queries.FACTS_BULK_INSERT, {"rows": [
-        {"id": RecordID("relates_to", f"late{i}"), "in": RecordID("entity", "late"),
-         "out": RecordID("entity", f"g0n{i}"), "relation": "KNOWS", "fact": f"late knows {i}",
-         "valid_at": datetime(2024, 1, 1, tzinfo=UTC)} for i in range(8)]})
+    await store.query(
+        queries.ENTITIES_BULK_INSERT,
+        {
+            "rows": [
+                {
+                    "id": RecordID("entity", "late"),
+                    "name": "Late Comer",
+                    "canonical_name": "late comer",
+                    "entity_type": "Person",
+                }
+            ]
+        },
+    )
+    await store.query(
+        queries.FACTS_BULK_INSERT,
+        {
+            "rows": [
+                {
+                    "id": RecordID("relates_to", f"late{i}"),
+                    "in": RecordID("entity", "late"),
+                    "out": RecordID("entity", f"g0n{i}"),
+                    "relation": "KNOWS",
+                    "fact": f"late knows {i}",
+                    "valid_at": datetime(2024, 1, 1, tzinfo=UTC),
+                }
+                for i in range(8)
+            ]
+        },
+    )
     third = await communities.rebuild(store, llm)
     assert third.unchanged == GROUPS - 1 and third.described == 1
     assert len(scripted_llm.chat_requests("summarize_community")) == calls + third.llm_calls
@@ -109,15 +156,40 @@ async def test_new_entities_join_their_neighbours_communities(migrated_store) ->
     store, _ = await planted(migrated_store)
     await communities.rebuild(store, None)
     found = await membership(store)
-    await store.query(queries.ENTITIES_BULK_INSERT, {"rows": [
-        {"id": RecordID("entity", key), "name": key.title(), "canonical_name": key,
-         "entity_type": "Person"} for key in ("new", "other", "alone")]})
-    await store.query(queries.FACTS_BULK_INSERT, {"rows": [
-        {"id": RecordID("relates_to", f"{source}{i}"), "in": RecordID("entity", source),
-         "out": RecordID("entity", target), "relation": "KNOWS", "fact": f"{source} knows {target}",
-         "valid_at": datetime(2024, 1, 1, tzinfo=UTC)}
-        for source, targets in (("new", ["g2n1", "g2n2", "g2n3", "g4n1"]), ("other", ["g4n2"]))
-        for i, target in enumerate(targets)]})
+    await store.query(
+        queries.ENTITIES_BULK_INSERT,
+        {
+            "rows": [
+                {
+                    "id": RecordID("entity", key),
+                    "name": key.title(),
+                    "canonical_name": key,
+                    "entity_type": "Person",
+                }
+                for key in ("new", "other", "alone")
+            ]
+        },
+    )
+    await store.query(
+        queries.FACTS_BULK_INSERT,
+        {
+            "rows": [
+                {
+                    "id": RecordID("relates_to", f"{source}{i}"),
+                    "in": RecordID("entity", source),
+                    "out": RecordID("entity", target),
+                    "relation": "KNOWS",
+                    "fact": f"{source} knows {target}",
+                    "valid_at": datetime(2024, 1, 1, tzinfo=UTC),
+                }
+                for source, targets in (
+                    ("new", ["g2n1", "g2n2", "g2n3", "g4n1"]),
+                    ("other", ["g4n2"]),
+                )
+                for i, target in enumerate(targets)
+            ]
+        },
+    )
     new = [RecordID("entity", key) for key in ("new", "alone", "other")]
     assert await join(store, new) == 2  # each in the one transaction; "alone" has no neighbour
     after = await membership(store)

@@ -49,9 +49,13 @@ async def test_a_request_waits_for_ingest_jobs_queued_or_running(migrated_store,
     ended = await ended_ingest_job(store)
     later = (await jobs.job_create(store, kind="ingest_document"))["id"]
     token = communities_follow.follow_ask(board, store.namespace)
-    assert await communities_follow.follow_check(store, board, ended, token) == "ingesting"  # queued
+    assert (
+        await communities_follow.follow_check(store, board, ended, token) == "ingesting"
+    )  # queued
     await jobs.job_start(store, later)
-    assert await communities_follow.follow_check(store, board, ended, token) == "ingesting"  # running
+    assert (
+        await communities_follow.follow_check(store, board, ended, token) == "ingesting"
+    )  # running
     # Jobs of other kinds, and a detection not started yet, hold nothing back.
     await jobs.job_create(store, kind="health_check")
     await jobs.job_create(store, kind="communities")

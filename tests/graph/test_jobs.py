@@ -73,19 +73,31 @@ def test_only_running_jobs_without_a_recent_heartbeat_are_requeued(make_tenant) 
     graph.query(AGE, {"job": finished})
     # A job that ran before heartbeats existed is judged by its last update.
     legacy = job("ingest_episode")
-    graph.query("UPDATE $job SET heartbeat_at = NONE, updated_at = time::now() - 10m",
-                {"job": legacy})
+    graph.query(
+        "UPDATE $job SET heartbeat_at = NONE, updated_at = time::now() - 10m", {"job": legacy}
+    )
 
     requeued = graph.run(jobs.requeue_stale, stale_after=60, kinds=kinds)
     assert sorted(str(row["id"]) for row in requeued) == sorted([str(stale), str(legacy)])
     statuses = {
         name: graph.run(jobs.job_get, record)["status"]
-        for name, record in [("stale", stale), ("fresh", fresh), ("queued", queued),
-                             ("other_kind", other_kind), ("finished", finished),
-                             ("legacy", legacy)]
+        for name, record in [
+            ("stale", stale),
+            ("fresh", fresh),
+            ("queued", queued),
+            ("other_kind", other_kind),
+            ("finished", finished),
+            ("legacy", legacy),
+        ]
     }
-    assert statuses == {"stale": "queued", "fresh": "running", "queued": "queued",
-                        "other_kind": "running", "finished": "completed", "legacy": "queued"}
+    assert statuses == {
+        "stale": "queued",
+        "fresh": "running",
+        "queued": "queued",
+        "other_kind": "running",
+        "finished": "completed",
+        "legacy": "queued",
+    }
     # Requeued once: a second check (another worker's, say) finds nothing to send.
     assert graph.run(jobs.requeue_stale, stale_after=60, kinds=kinds) == []
     # The threshold is the caller's: at 15 minutes nothing above is stale.
@@ -105,13 +117,21 @@ def test_a_jobs_own_writes_are_not_lost_to_its_heartbeat(make_tenant) -> None:
 
     async def work(store, job_id) -> dict:
         async def progress(done: int) -> None:
-            params = {"job": job_id, "progress": done, "total": 150, "counts": {"n": done},
-                      "timings": {}, "usage": [], "phase": "extracting"}
+            params = {
+                "job": job_id,
+                "progress": done,
+                "total": 150,
+                "counts": {"n": done},
+                "timings": {},
+                "usage": [],
+                "phase": "extracting",
+            }
             await jobs.job_write(store, queries.JOB_PROGRESS, params)
 
         for done in range(1, 151):
-            await asyncio.gather(progress(done),
-                                 jobs.job_write(store, queries.JOB_HEARTBEAT, {"job": job_id}))
+            await asyncio.gather(
+                progress(done), jobs.job_write(store, queries.JOB_HEARTBEAT, {"job": job_id})
+            )
         await jobs.job_finish(store, job_id, counts={"n": 150}, timings={})
         return await jobs.job_get(store, job_id)
 
@@ -135,7 +155,9 @@ class Conflicting:
         return "written"
 
 
-RETRYABLE = "Transaction conflict: Write conflict, retry the transaction. This transaction can be retried"
+RETRYABLE = (
+    "Transaction conflict: Write conflict, retry the transaction. This transaction can be retried"
+)
 
 
 async def test_a_job_write_is_retried_only_on_a_retryable_conflict_and_not_for_ever() -> None:

@@ -94,7 +94,9 @@ def test_javascript_agrees_with_python() -> None:
 
     cases = [
         [
-            dict(zip(("valid_at", "invalid_at", "created_at", "expired_at"), map(ms, f), strict=True)),
+            dict(
+                zip(("valid_at", "invalid_at", "created_at", "expired_at"), map(ms, f), strict=True)
+            ),
             ms(a),
             ms(k),
         ]
@@ -107,7 +109,10 @@ def test_javascript_agrees_with_python() -> None:
     )
     done = subprocess.run(
         ["node", "--input-type=module", "-e", script, json.dumps(cases)],
-        cwd=ROOT, capture_output=True, text=True, timeout=60,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert json.loads(done.stdout) == python_answers()

@@ -75,7 +75,7 @@ def multipart(files: list[tuple[str, bytes]], form_field: str = "files") -> byte
     which the test client's own encoder would refuse or shorten for names like `../x`."""
     parts = [
         (
-            f"--{BOUNDARY}\r\nContent-Disposition: form-data; name=\"{form_field}\";"
+            f'--{BOUNDARY}\r\nContent-Disposition: form-data; name="{form_field}";'
             f" filename*=UTF-8''{quote(name, safe='')}\r\n"
             "Content-Type: application/octet-stream\r\n\r\n"
         ).encode()

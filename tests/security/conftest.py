@@ -112,8 +112,11 @@ def archive_of(side: Side) -> None:
 
     rows = {"episode": [{"id": "episode:gone", "content": f"gone {side.marker}"}]}
     manifest = {"namespace": side.tenant.namespace, "actor": f"{side.marker}-writer"}
-    archive_commit(archive_write(retention.archive_directory(side.tenant), manifest, rows,
-                                 now=datetime.now(UTC)))
+    archive_commit(
+        archive_write(
+            retention.archive_directory(side.tenant), manifest, rows, now=datetime.now(UTC)
+        )
+    )
     assert retention.archive_files(side.tenant)
 
 
@@ -196,8 +199,11 @@ def changed(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
         b, a = before.get(part, {}), after.get(part, {})
         for key in sorted(b.keys() | a.keys()):
             if isinstance(b.get(key), dict) and isinstance(a.get(key), dict) and part == "graph":
-                out += [f"{part}.{key}.{k}" for k in b[key].keys() | a[key].keys()
-                        if b[key].get(k) != a[key].get(k)]
+                out += [
+                    f"{part}.{key}.{k}"
+                    for k in b[key].keys() | a[key].keys()
+                    if b[key].get(k) != a[key].get(k)
+                ]
             elif b.get(key) != a.get(key):
                 out.append(f"{part}.{key}")
     return sorted(out)
@@ -236,7 +242,12 @@ def two_sides(make_tenant, make_user, eager) -> Sides:
         services.membership_set(tenant=tenant, user=curator, role=Role.CURATOR)
         token, secret = services.token_create(user=owner, name=f"cli {marker}".strip())
         side = Side(
-            tenant, owner, curator, Client(HTTP_AUTHORIZATION=f"Bearer {secret}"), secret, token,
+            tenant,
+            owner,
+            curator,
+            Client(HTTP_AUTHORIZATION=f"Bearer {secret}"),
+            secret,
+            token,
             marker,
         )
         # B's data is written by a user whose name is itself a marker (jobs and
@@ -253,4 +264,3 @@ def two_sides(make_tenant, make_user, eager) -> Sides:
 
 def leaks(marker: str, *texts: Any) -> bool:
     return any(marker in (t if isinstance(t, str) else repr(t)).lower() for t in texts)
-

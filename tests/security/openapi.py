@@ -60,8 +60,9 @@ class Operation:
         for param in self.query_params():
             if param.required:
                 is_moment = param.schema.get("format") == "date-time"
-                values[param.name] = next(moments, DATE) if is_moment else example(
-                    self.components, param.schema)
+                values[param.name] = (
+                    next(moments, DATE) if is_moment else example(self.components, param.schema)
+                )
         return values
 
     def resolve(self, node: dict[str, Any]) -> dict[str, Any]:
@@ -119,7 +120,9 @@ class Moment:
     where: str  # "query", "json" or "multipart"
 
 
-def moment_paths(components: dict[str, Any], node: dict[str, Any], prefix: Path = ()) -> Iterator[Path]:
+def moment_paths(
+    components: dict[str, Any], node: dict[str, Any], prefix: Path = ()
+) -> Iterator[Path]:
     node = resolve(components, node)
     kind = node.get("type")
     if kind == "object":
@@ -139,8 +142,12 @@ def operations(schema: dict[str, Any]) -> list[Operation]:
             if method.lower() not in {"get", "post", "put", "patch", "delete"}:
                 continue
             params = [
-                Param(p["name"], p["in"], resolve(components, p.get("schema", {})),
-                      bool(p.get("required")))
+                Param(
+                    p["name"],
+                    p["in"],
+                    resolve(components, p.get("schema", {})),
+                    bool(p.get("required")),
+                )
                 for p in spec.get("parameters", [])
                 if p["in"] in ("path", "query")
             ]

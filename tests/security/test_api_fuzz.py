@@ -122,8 +122,12 @@ def _check(label: str, case: Any, headers: dict[str, str], response: Any, run: R
 
 
 def _fuzz_operation(
-    operation: Any, mode: GenerationMode, fixed: dict[str, str] | None,
-    credentials: Credentials, examples: int, run: Run,
+    operation: Any,
+    mode: GenerationMode,
+    fixed: dict[str, str] | None,
+    credentials: Credentials,
+    examples: int,
+    run: Run,
 ) -> None:
     strategy = operation.as_strategy(generation_mode=mode, path_parameters=fixed)
 
@@ -154,7 +158,9 @@ def _fuzz_operation(
         run.impossible.append(f"{operation.label} ({mode.value})")
 
 
-@pytest.mark.filterwarnings("ignore::hypothesis.errors.HypothesisDeprecationWarning")  # schemathesis'
+@pytest.mark.filterwarnings(
+    "ignore::hypothesis.errors.HypothesisDeprecationWarning"
+)  # schemathesis'
 def test_fuzzing_finds_no_server_error_schema_violation_or_ignored_auth(
     make_tenant, member, capsys
 ) -> None:
@@ -191,7 +197,9 @@ def test_fuzzing_finds_no_server_error_schema_violation_or_ignored_auth(
     assert run.failures == {}
 
 
-def test_request_validation_errors_are_one_readable_detail(make_tenant, member, token_client) -> None:
+def test_request_validation_errors_are_one_readable_detail(
+    make_tenant, member, token_client
+) -> None:
     """The declared 422 body is `{"detail": str}`: pydantic's findings are joined into it,
     each naming its field."""
     import json
@@ -199,8 +207,9 @@ def test_request_validation_errors_are_one_readable_detail(make_tenant, member, 
     tenant = make_tenant()
     client = token_client(member(tenant, Role.EDITOR))
     body = {"source": {"name": "x" * 301}, "relation": "KNOWS", "target": {}}
-    response = client.post(f"/api/v1/t/{tenant.slug}/facts", data=json.dumps(body),
-                           content_type="application/json")
+    response = client.post(
+        f"/api/v1/t/{tenant.slug}/facts", data=json.dumps(body), content_type="application/json"
+    )
     assert response.status_code == 422
     detail = response.json()["detail"]
     assert isinstance(detail, str)

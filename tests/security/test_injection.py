@@ -59,10 +59,26 @@ MAY_CHANGE: dict[str, set[str] | None] = {
 }
 # Tables that new rows may appear in: what the API's writes and ingestion create.
 MAY_GROW = {
-    "entity", "alias", "relates_to", "episode", "episode_units", "job", "mentions",
-    "occurred_after", "saga", "has_episode", "ontology", "retrieval", "document",
-    "dedup_candidate", "audit", "community", "has_member", "llm_cache",
-    "entity_mentions", "entity_standing",
+    "entity",
+    "alias",
+    "relates_to",
+    "episode",
+    "episode_units",
+    "job",
+    "mentions",
+    "occurred_after",
+    "saga",
+    "has_episode",
+    "ontology",
+    "retrieval",
+    "document",
+    "dedup_candidate",
+    "audit",
+    "community",
+    "has_member",
+    "llm_cache",
+    "entity_mentions",
+    "entity_standing",
 }
 
 
@@ -130,8 +146,14 @@ def _name(what: Any) -> str:
 
 
 def _own_id(name: str, sides: Sides) -> str:
-    table = {"job_id": "job", "episode_id": "episode", "document_id": "document",
-             "entity_id": "entity", "fact_id": "relates_to", "community_id": "community"}.get(name)
+    table = {
+        "job_id": "job",
+        "episode_id": "episode",
+        "document_id": "document",
+        "entity_id": "entity",
+        "fact_id": "relates_to",
+        "community_id": "community",
+    }.get(name)
     if table and sides.a.ids.get(table):
         return sides.a.ids[table][0]
     if name == "username":
@@ -149,7 +171,9 @@ def compare(before: dict[str, list[Any]], after: dict[str, list[Any]]) -> dict[s
         new = {str(r.get("id")): r for r in after.get(table, [])}
         report["deleted"] += [f"{table} {i}" for i in old.keys() - new.keys()]
         for i in old.keys() & new.keys():
-            fields = sorted(k for k in old[i].keys() | new[i].keys() if old[i].get(k) != new[i].get(k))
+            fields = sorted(
+                k for k in old[i].keys() | new[i].keys() if old[i].get(k) != new[i].get(k)
+            )
             if fields:
                 report["changed"].append(f"{table} {i} {','.join(fields)}")
         if new.keys() - old.keys():
@@ -180,7 +204,8 @@ def assert_only_intended(
     assert changed(before["b"], snapshot(sides.b, sides.b_users)) == []
     report = compare(before["rows"], table_rows(sides.a.tenant))
     deleted = [
-        r for r in report["deleted"]
+        r
+        for r in report["deleted"]
         if MAY_CHANGE.get(r.split()[0], set()) is not None and r.split()[1] not in scratch
     ]
     modified = [r for r in report["changed"] if not _allowed(r) and r.split()[1] not in scratch]
@@ -222,16 +247,20 @@ def test_payloads_in_every_field_run_nothing(two_sides: Sides, capsys) -> None:
     server_errors = []
     sent = 0
     for n, (op, where, what) in enumerate(targets):
-        chosen = PAYLOADS if FULL else [
-            PAYLOADS[(n * SAMPLE + k) % len(PAYLOADS)] for k in range(SAMPLE)
-        ]
+        chosen = (
+            PAYLOADS
+            if FULL
+            else [PAYLOADS[(n * SAMPLE + k) % len(PAYLOADS)] for k in range(SAMPLE)]
+        )
         for payload in chosen:
             attempt = attempt_for(op, where, what, payload, sides, scratch)
             response = send(sides.a.client, attempt)
             sent += 1
             statuses[response.status_code] += 1
             if response.status_code >= 500:
-                server_errors.append(f"{op.key} {attempt.how} {payload!r}: {body_text(response)[:200]}")
+                server_errors.append(
+                    f"{op.key} {attempt.how} {payload!r}: {body_text(response)[:200]}"
+                )
     seconds = time.perf_counter() - started
     report = assert_only_intended(sides, before, made)
     with capsys.disabled():
@@ -248,7 +277,9 @@ def test_payloads_in_every_field_run_nothing(two_sides: Sides, capsys) -> None:
     assert statuses[401] == 0 and sum(n for s, n in statuses.items() if s < 300) > len(targets) // 2
 
 
-def test_model_named_entities_and_relations_are_data(two_sides: Sides, scripted_llm, settings, capsys) -> None:
+def test_model_named_entities_and_relations_are_data(
+    two_sides: Sides, scripted_llm, settings, capsys
+) -> None:
     """An ingest job whose model answer names entities and relations with the payloads:
     they are stored verbatim (as names), and nothing else happens."""
     sides = two_sides
@@ -264,8 +295,16 @@ def test_model_named_entities_and_relations_are_data(two_sides: Sides, scripted_
         entities = [{"name": p, "entity_type": "Entity", "summary": p} for p in batch]
         entities.append({"name": "Alice", "entity_type": "Person", "summary": "Alice."})
         facts = [
-            {"source": "Alice", "relation": p, "target": p, "fact": p, "edge_type": "semantic",
-             "confidence": 0.9, "valid_at": None, "invalid_at": None}
+            {
+                "source": "Alice",
+                "relation": p,
+                "target": p,
+                "fact": p,
+                "edge_type": "semantic",
+                "confidence": 0.9,
+                "valid_at": None,
+                "invalid_at": None,
+            }
             for p in batch
         ]
         return {"entities": entities, "facts": facts}
@@ -276,8 +315,9 @@ def test_model_named_entities_and_relations_are_data(two_sides: Sides, scripted_
     before = before_state(sides)
     started = time.perf_counter()
     for n in range(len(batches)):
-        response = post_json(sides.a.client, f"{sides.a.base}/episodes",
-                             {"content": f"Alice wrote batch {n}."})
+        response = post_json(
+            sides.a.client, f"{sides.a.base}/episodes", {"content": f"Alice wrote batch {n}."}
+        )
         assert response.status_code == 202, response.content
         job = sides.a.client.get(f"{sides.a.base}/jobs/{response.json()['job_id']}").json()
         assert job["status"] == "completed", job

@@ -108,9 +108,7 @@ def operation_attempts(op: Operation, sides: Sides) -> tuple[list[Attempt], str 
         kwargs.setdefault("body", body)
         kwargs["query"] = {**required, **(kwargs.get("query") or {})} or None
         kind = "multipart" if op.body_kind == "multipart" else "json"
-        attempts.append(
-            Attempt("api", op.key, how, op.method, op.url(path), kind=kind, **kwargs)
-        )
+        attempts.append(Attempt("api", op.key, how, op.method, op.url(path), kind=kind, **kwargs))
 
     if op.body_kind == "multipart":
         field = file_field(op)
@@ -137,7 +135,11 @@ def operation_attempts(op: Operation, sides: Sides) -> tuple[list[Attempt], str 
             continue
         for value in leaf.enum or foreign_texts(sides):
             add(f"query {param.name}={value}", own, query={param.name: _as(leaf, value)})
-    add("query naming B", own, query={"tenant": b.slug, "slug": b.slug, "namespace": b.tenant.namespace})
+    add(
+        "query naming B",
+        own,
+        query={"tenant": b.slug, "slug": b.slug, "namespace": b.tenant.namespace},
+    )
     # Flags that change what an operation does (documents' dry_run): on, against B and own.
     flags = {p.name: "true" for p in op.query_params() if p.schema.get("type") == "boolean"}
     if flags and "tenant" in values:
@@ -238,35 +240,80 @@ def admin_attempts(sides: Sides) -> tuple[list[Attempt], dict[str, str]]:
                 "next": "/",
             }
             attempts.append(
-                Attempt("admin", name, f"POST {how}", "POST", url, body=form, kind="form", auth="curator")
+                Attempt(
+                    "admin",
+                    name,
+                    f"POST {how}",
+                    "POST",
+                    url,
+                    body=form,
+                    kind="form",
+                    auth="curator",
+                )
             )
     facts = reverse("admin:graph-facts", kwargs={"slug": a.slug})
     for table in ("entity", "relates_to"):
         for value in only.get(table, [])[:2]:
-            attempts.append(Attempt("admin", "graph-facts", f"entity filter {value}", "GET", facts,
-                                    query={"entity": value}, auth="curator"))
+            attempts.append(
+                Attempt(
+                    "admin",
+                    "graph-facts",
+                    f"entity filter {value}",
+                    "GET",
+                    facts,
+                    query={"entity": value},
+                    auth="curator",
+                )
+            )
     for action in ("merge_a", "merge_b", "reject", "defer"):
         url = reverse("admin:graph-dedup-act", kwargs={"slug": a.slug})
         for value in only.get("dedup_candidate", [])[:2] + only["entity"][:1]:
-            attempts.append(Attempt("admin", "graph-dedup-act", f"{action} {value}", "POST", url,
-                                    body={"action": action, "candidate": [value]}, kind="form",
-                                    auth="curator"))
+            attempts.append(
+                Attempt(
+                    "admin",
+                    "graph-dedup-act",
+                    f"{action} {value}",
+                    "POST",
+                    url,
+                    body={"action": action, "candidate": [value]},
+                    kind="form",
+                    auth="curator",
+                )
+            )
     for model in admin.site._registry:
         label = f"{model._meta.app_label}_{model._meta.model_name}"
         objects = _b_objects(model, sides)
         for view in ("changelist", "add"):
             url = reverse(f"admin:{label}_{view}")
             attempts.append(Attempt("admin", label, view, "GET", url, auth="curator"))
-        attempts.append(Attempt("admin", label, "changelist search", "GET",
-                                reverse(f"admin:{label}_changelist"), query={"q": b.slug},
-                                auth="curator"))
+        attempts.append(
+            Attempt(
+                "admin",
+                label,
+                "changelist search",
+                "GET",
+                reverse(f"admin:{label}_changelist"),
+                query={"q": b.slug},
+                auth="curator",
+            )
+        )
         for pk in objects[:2]:
             for view in ("change", "delete", "history"):
                 url = reverse(f"admin:{label}_{view}", args=[pk])
                 attempts.append(Attempt("admin", label, f"{view} {pk}", "GET", url, auth="curator"))
             url = reverse(f"admin:{label}_delete", args=[pk])
-            attempts.append(Attempt("admin", label, f"delete {pk} confirmed", "POST", url,
-                                    body={"post": "yes"}, kind="form", auth="curator"))
+            attempts.append(
+                Attempt(
+                    "admin",
+                    label,
+                    f"delete {pk} confirmed",
+                    "POST",
+                    url,
+                    body={"post": "yes"},
+                    kind="form",
+                    auth="curator",
+                )
+            )
     return attempts, uncovered
 
 
@@ -286,8 +333,11 @@ def _b_objects(model: Any, sides: Sides) -> list[Any]:
         if isinstance(f, models.ForeignKey) and f.related_model is Tenant:
             return list(model.objects.filter(**{f.name: b.tenant}).values_list("pk", flat=True))
         if isinstance(f, models.ForeignKey) and f.related_model is user_model:
-            return list(model.objects.filter(**{f"{f.name}__in": sides.b_users})
-                        .values_list("pk", flat=True))
+            return list(
+                model.objects.filter(**{f"{f.name}__in": sides.b_users}).values_list(
+                    "pk", flat=True
+                )
+            )
     return []  # not tenant data (auth groups): its list and add pages are still tried
 
 
@@ -347,8 +397,12 @@ async def socket_attempts(sides: Sides) -> tuple[list[Outcome], dict[str, str]]:
                 for query in ("", f"?since={started}")
             ]
         elif "<" not in route:  # a catch-all: paths that name B but match no route
-            paths = [f"/ws/t/{b.slug}/nope/", f"/ws/t/{a.slug}/../{b.slug}/live/",
-                     f"/ws/{b.slug}/live/", f"/ws/t/{b.slug}/live/extra/"]
+            paths = [
+                f"/ws/t/{b.slug}/nope/",
+                f"/ws/t/{a.slug}/../{b.slug}/live/",
+                f"/ws/{b.slug}/live/",
+                f"/ws/t/{b.slug}/live/extra/",
+            ]
         else:
             uncovered[route] = "a socket route with parameters this matrix does not fill"
             continue
@@ -364,9 +418,14 @@ async def socket_attempts(sides: Sides) -> tuple[list[Outcome], dict[str, str]]:
                 received += await _drain(socket)
             await socket.disconnect()
             refused = 404 if closed == CLOSE_NOT_FOUND else 403
-            outcomes.append(Outcome(attempt, 101 if closed is None else refused,
-                                    leaks(b.marker, *received),
-                                    ["socket accepted"] if closed is None else []))
+            outcomes.append(
+                Outcome(
+                    attempt,
+                    101 if closed is None else refused,
+                    leaks(b.marker, *received),
+                    ["socket accepted"] if closed is None else [],
+                )
+            )
         if "<str:slug>" not in route:
             continue
         # A's own socket, live and with a replay from the start, while B changes.
@@ -420,8 +479,11 @@ async def _write_in_b(sides: Sides, route: str) -> None:
 
     b = sides.b
     name = f"Nadia {route.strip('/').rsplit('/', 1)[-1]} {b.marker}"
-    body = {"source": {"name": name}, "relation": "KNOWS",
-            "target": {"name": "Alice", "type": "Person"}}
+    body = {
+        "source": {"name": name},
+        "relation": "KNOWS",
+        "target": {"name": "Alice", "type": "Person"},
+    }
     response = await sync_to_async(post_json)(b.client, f"{b.base}/facts", body)
     assert response.status_code == 201
 
@@ -442,8 +504,9 @@ def mcp_attempts(sides: Sides) -> tuple[list[Outcome], dict[str, str]]:
         for auth in ("token", "api_key"):
             path = f"/mcp/t/{slug}/"
             status, body = async_to_sync(_mcp_post)(f"{IN_PROCESS}{path}", _mcp_headers(a, auth))
-            attempt = Attempt("mcp", "/mcp/t/<slug>/", f"B's slug {slug!r} by {auth}", "POST",
-                              path, auth=auth)
+            attempt = Attempt(
+                "mcp", "/mcp/t/<slug>/", f"B's slug {slug!r} by {auth}", "POST", path, auth=auth
+            )
             outcomes.append(Outcome(attempt, status, leaks(b.marker, body)))
     address = f"{IN_PROCESS}/mcp/t/{a.slug}/"
     tools = async_to_sync(_mcp_tools)(address, _mcp_headers(a, "token"))
@@ -474,12 +537,20 @@ async def _mcp_post(address: str, headers: dict[str, str]) -> tuple[int, str]:
 
     from kgapp.asgi import application
 
-    body = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18", "capabilities": {},
-        "clientInfo": {"name": "matrix", "version": "1"}}}
+    body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "matrix", "version": "1"},
+        },
+    }
     async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app=application)) as http:
-        answer = await http.post(address, json=body, headers={
-            **headers, "Accept": "application/json, text/event-stream"})
+        answer = await http.post(
+            address, json=body, headers={**headers, "Accept": "application/json, text/event-stream"}
+        )
     return answer.status_code, answer.text
 
 
@@ -544,9 +615,15 @@ def task_attempts(sides: Sides) -> tuple[list[Outcome], dict[str, str]]:
     from kgapp import tasks
 
     # Periodic tasks of every tenant, and what takes no tenant at all.
-    tenantless = {"ping", "rebuild_all_communities", "decay_retrieval_counts",
-                  "generate_dedup_candidates", "requeue_stale_jobs", "apply_retention_policies",
-                  "index_stragglers"}
+    tenantless = {
+        "ping",
+        "rebuild_all_communities",
+        "decay_retrieval_counts",
+        "generate_dedup_candidates",
+        "requeue_stale_jobs",
+        "apply_retention_policies",
+        "index_stragglers",
+    }
     outcomes, uncovered = [], {}
     only = sides.b_only_ids()
     jobs = only.get("job", [])
@@ -565,8 +642,14 @@ def task_attempts(sides: Sides) -> tuple[list[Outcome], dict[str, str]]:
                 status = 200
             except Exception as error:  # noqa: BLE001  (refusal is the expected outcome)
                 result, status = repr(error), 404
-            outcomes.append(Outcome(attempt, status, leaks(sides.b.marker, result),
-                                    changed(before, sides.b_snapshot())))
+            outcomes.append(
+                Outcome(
+                    attempt,
+                    status,
+                    leaks(sides.b.marker, result),
+                    changed(before, sides.b_snapshot()),
+                )
+            )
     return outcomes, uncovered
 
 
@@ -609,7 +692,9 @@ def test_tenant_a_reaches_nothing_of_tenant_b(two_sides: Sides, capsys) -> None:
         counts = Counter(o.attempt.target for o in outcomes)
         print("  slowest:", [(t, counts[t], round(s, 1)) for t, s in slow.most_common(6)])
         for o in server_errors:
-            print(f"  5xx (not an isolation failure): {o.status} {o.attempt.target}: {o.attempt.how}")
+            print(
+                f"  5xx (not an isolation failure): {o.status} {o.attempt.target}: {o.attempt.how}"
+            )
     uncovered = api_uncovered | admin_uncovered | socket_uncovered | mcp_uncovered | task_uncovered
     assert not uncovered, f"not covered by the isolation matrix: {uncovered}"
     attacked = {o.attempt.target for o in outcomes if o.attempt.area == "api"}
@@ -651,11 +736,26 @@ def test_an_operation_the_matrix_cannot_fill_fails_it(two_sides: Sides) -> None:
     reported (so the matrix fails) when one is not."""
     schema = api_schema()
     paths = dict(schema["paths"])
-    paths["/api/v1/t/{tenant}/exports"] = {"get": {"parameters": [
-        {"in": "path", "name": "tenant", "schema": {"type": "string"}, "required": True}]}}
-    paths["/api/v1/t/{tenant}/widgets/{widget_key}"] = {"get": {"parameters": [
-        {"in": "path", "name": "tenant", "schema": {"type": "string"}, "required": True},
-        {"in": "path", "name": "widget_key", "schema": {"type": "string"}, "required": True}]}}
+    paths["/api/v1/t/{tenant}/exports"] = {
+        "get": {
+            "parameters": [
+                {"in": "path", "name": "tenant", "schema": {"type": "string"}, "required": True}
+            ]
+        }
+    }
+    paths["/api/v1/t/{tenant}/widgets/{widget_key}"] = {
+        "get": {
+            "parameters": [
+                {"in": "path", "name": "tenant", "schema": {"type": "string"}, "required": True},
+                {
+                    "in": "path",
+                    "name": "widget_key",
+                    "schema": {"type": "string"},
+                    "required": True,
+                },
+            ]
+        }
+    }
     attempts, uncovered = api_attempts({**schema, "paths": paths}, two_sides)
     assert uncovered == {
         "GET /api/v1/t/{tenant}/widgets/{widget_key}": "no B value for path parameter 'widget_key'"
@@ -664,7 +764,9 @@ def test_an_operation_the_matrix_cannot_fill_fails_it(two_sides: Sides) -> None:
     assert any(quote(two_sides.b.slug) in a.url for a in exports) and len(exports) >= 7
 
 
-def test_question_history_stays_with_its_asker_and_tenant(make_tenant, make_user, token_client) -> None:
+def test_question_history_stays_with_its_asker_and_tenant(
+    make_tenant, make_user, token_client
+) -> None:
     """One user in both tenants asks in B: neither their history in A nor that of B's
     other members holds it; A's member cannot list B's at all."""
     from tenants import services
@@ -678,7 +780,9 @@ def test_question_history_stays_with_its_asker_and_tenant(make_tenant, make_user
     asked = post_json(token_client(both), f"/api/v1/t/{b.slug}/ask", {"query": f"Who is {marker}?"})
     assert asked.status_code == 200
     client = token_client(both)
-    assert [q["text"] for q in client.get(f"/api/v1/t/{b.slug}/questions").json()] == [f"Who is {marker}?"]
+    assert [q["text"] for q in client.get(f"/api/v1/t/{b.slug}/questions").json()] == [
+        f"Who is {marker}?"
+    ]
     for reader, slug in ((both, a.slug), (b_other, b.slug), (a_only, a.slug)):
         answer = token_client(reader).get(f"/api/v1/t/{slug}/questions")
         assert answer.status_code == 200 and answer.json() == []

@@ -247,8 +247,13 @@ def _settings_of(env: dict[str, str]) -> dict[str, str]:
         "print(json.dumps([settings.SURREAL_USER, settings.SURREAL_PASS]))"
     )
     result = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, env=env,
-        cwd=settings.BASE_DIR, check=True,
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+        cwd=settings.BASE_DIR,
+        check=True,
     )
     return json.loads(result.stdout.splitlines()[-1])
 
@@ -270,7 +275,10 @@ def test_management_command_runs_the_server_with_the_apps_credentials(tmp_path: 
     env |= {"DJANGO_SETTINGS_MODULE": "kgapp.settings.dev", "KG_VAR_DIR": str(tmp_path)}
     process = subprocess.Popen(
         [sys.executable, "manage.py", "surreal", "--bind", "127.0.0.1:0", "--storage", "mem://"],
-        cwd=settings.BASE_DIR, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+        cwd=settings.BASE_DIR,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
         text=True,
     )
     try:

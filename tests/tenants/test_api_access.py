@@ -86,7 +86,10 @@ def test_owner_manages_members(make_tenant, member, make_user, token_client) -> 
         content_type="application/json",
     )
     assert changed.status_code == 200 and changed.json() | {"created_at": None} == {
-        "username": newcomer.username, "role": "curator", "status": "member", "created_at": None
+        "username": newcomer.username,
+        "role": "curator",
+        "status": "member",
+        "created_at": None,
     }
     assert owner.delete(f"/api/v1/t/{tenant.slug}/members/{newcomer.username}").status_code == 204
     assert newcomer_api.get(f"/api/v1/t/{tenant.slug}/").status_code == 404
@@ -130,10 +133,16 @@ def test_a_revoked_or_mistyped_token_is_refused_401_on_every_method(make_tenant,
                 client.get(f"{base}/"),
                 client.delete(f"{base}/members/{user.username}"),
                 client.delete(f"/api/v1/tokens/{token.pk}"),
-                client.put(f"{base}/members", data=json.dumps({"username": "x", "role": "viewer"}),
-                           content_type="application/json"),
-                client.post("/api/v1/tokens", data=json.dumps({"name": "x"}),
-                            content_type="application/json"),
+                client.put(
+                    f"{base}/members",
+                    data=json.dumps({"username": "x", "role": "viewer"}),
+                    content_type="application/json",
+                ),
+                client.post(
+                    "/api/v1/tokens",
+                    data=json.dumps({"name": "x"}),
+                    content_type="application/json",
+                ),
             ):
                 assert answer.status_code == 401, (header, raw, answer.request, answer.content)
                 assert "token is not valid" in answer.json()["detail"]

@@ -40,10 +40,16 @@ def test_search_indexer_command_indexes_every_tenant_and_forgets_deleted_ones(ru
     call_command("create_tenant", "cmd-indexed")
     call_command("create_tenant", "cmd-other")
     ours, other = (Tenant.objects.get(slug=s) for s in ("cmd-indexed", "cmd-other"))
-    entity = {"id": RecordID("entity", "acme"), "name": "Acme Rockets", "entity_type":
-              "Organization", "canonical_name": "acme rockets", "summary": ""}
-    runtime.run(runtime.store(ours.namespace).query(queries.ENTITIES_BULK_INSERT,
-                                                     {"rows": [entity]}))
+    entity = {
+        "id": RecordID("entity", "acme"),
+        "name": "Acme Rockets",
+        "entity_type": "Organization",
+        "canonical_name": "acme rockets",
+        "summary": "",
+    }
+    runtime.run(
+        runtime.store(ours.namespace).query(queries.ENTITIES_BULK_INSERT, {"rows": [entity]})
+    )
     call_command("search_indexer", "--once")
     for tenant in (ours, other):
         directory = search_index.tenant_dir(tenant.namespace)
@@ -66,8 +72,15 @@ def test_bootstrap_demo_is_safe_to_run_twice(runtime, settings, tmp_path, capsys
     settings.VAR_DIR = tmp_path
     call_command("bootstrap_demo", "--tenant", "demo-probe", "--username", "demo-admin")
     first = capsys.readouterr().out
-    call_command("bootstrap_demo", "--tenant", "demo-probe", "--username", "demo-admin",
-                 "--url", "http://127.0.0.1:8123/")
+    call_command(
+        "bootstrap_demo",
+        "--tenant",
+        "demo-probe",
+        "--username",
+        "demo-admin",
+        "--url",
+        "http://127.0.0.1:8123/",
+    )
     second = capsys.readouterr().out
     password = (tmp_path / "demo-login.txt").read_text().splitlines()[1]
     assert password in first and password in second
@@ -89,8 +102,11 @@ def test_admin_creates_and_deletes_a_provisioned_tenant(runtime, make_user) -> N
     response = client.post(
         "/admin/tenants/tenant/add/",
         {
-            "slug": "via-admin", "name": "Via admin", "embedding_dim": 384,
-            "memberships-TOTAL_FORMS": 0, "memberships-INITIAL_FORMS": 0,
+            "slug": "via-admin",
+            "name": "Via admin",
+            "embedding_dim": 384,
+            "memberships-TOTAL_FORMS": 0,
+            "memberships-INITIAL_FORMS": 0,
         },
     )
     assert response.status_code == 302, response.content[:2000]

@@ -63,11 +63,13 @@ def test_two_owners_demoting_and_removing_each_other_at_once(
 
 def _owners_against_each_other(slug: str, alice: Any, bob: Any, token_client: Any) -> list[int]:
     as_alice, as_bob = token_client(alice), token_client(bob)
-    answers = at_once([
-        lambda: put_member(as_alice, slug, bob.username, "viewer"),
-        lambda: put_member(as_bob, slug, alice.username, "viewer"),
-        lambda: as_alice.delete(f"/api/v1/t/{slug}/members/{bob.username}"),
-    ])
+    answers = at_once(
+        [
+            lambda: put_member(as_alice, slug, bob.username, "viewer"),
+            lambda: put_member(as_bob, slug, alice.username, "viewer"),
+            lambda: as_alice.delete(f"/api/v1/t/{slug}/members/{bob.username}"),
+        ]
+    )
     return [answer.status_code for answer in answers]
 
 
@@ -79,13 +81,19 @@ def test_forty_invitations_and_role_changes_at_once(make_tenant, member, token_c
     for index in range(40):
         client = owners[index % len(owners)]
         if index % 2:
-            name, role = editors[index % len(editors)].username, ["viewer", "curator"][index % 4 // 2]
+            name, role = (
+                editors[index % len(editors)].username,
+                ["viewer", "curator"][index % 4 // 2],
+            )
         else:
             name, role = ["0", f"guest{index % 6}"][index % 4 // 2], "viewer"
         calls.append(lambda c=client, n=name, r=role: put_member(c, tenant.slug, n, r))
     answers = at_once(calls)
     statuses = Counter(answer.status_code for answer in answers)
-    assert set(statuses) <= {200, 202}, (statuses, [a.content for a in answers if a.status_code >= 500][:2])
+    assert set(statuses) <= {200, 202}, (
+        statuses,
+        [a.content for a in answers if a.status_code >= 500][:2],
+    )
     assert Invitation.objects.filter(tenant=tenant).count() == 4  # "0", guest0, guest2, guest4
 
 

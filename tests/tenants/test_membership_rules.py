@@ -36,7 +36,9 @@ def browser_of(user) -> Client:
 # --- the last owner -----------------------------------------------------------------
 
 
-def test_the_only_owner_cannot_leave_or_demote_themselves(make_tenant, member, token_client) -> None:
+def test_the_only_owner_cannot_leave_or_demote_themselves(
+    make_tenant, member, token_client
+) -> None:
     tenant = make_tenant()
     alice = member(tenant, Role.OWNER)
     api = token_client(alice)
@@ -60,7 +62,9 @@ def test_the_only_owner_cannot_leave_or_demote_themselves(make_tenant, member, t
     assert role_of(tenant, bob) == Role.OWNER
 
 
-def test_staff_cannot_remove_the_last_owner_either(make_tenant, member, make_user, token_client) -> None:
+def test_staff_cannot_remove_the_last_owner_either(
+    make_tenant, member, make_user, token_client
+) -> None:
     tenant = make_tenant()
     owner = member(tenant, Role.OWNER)
     staff = token_client(make_user(staff=True))
@@ -91,12 +95,21 @@ def test_adding_a_member_does_not_tell_whether_the_username_exists(
         body = answer.json()
         assert answer.status_code == 202, answer.content
         assert body["username"] == name
-        shapes.add((answer.status_code, answer["Content-Type"], tuple(sorted(body)),
-                    body["role"], body["status"]))
+        shapes.add(
+            (
+                answer.status_code,
+                answer["Content-Type"],
+                tuple(sorted(body)),
+                body["role"],
+                body["status"],
+            )
+        )
     assert len(shapes) == 1  # the same status, headers and fields for both
 
     listed = {m["username"]: m for m in owner.get(f"/api/v1/t/{tenant.slug}/members").json()}
-    assert listed[existing.username]["status"] == listed["nobody-by-this-name"]["status"] == "invited"
+    assert (
+        listed[existing.username]["status"] == listed["nobody-by-this-name"]["status"] == "invited"
+    )
     assert listed[existing.username].keys() == listed["nobody-by-this-name"].keys()
 
     # Inviting again (another role) answers the same way and keeps one invitation.
@@ -139,7 +152,9 @@ def test_withdrawn_and_declined_invitations(make_tenant, member, make_user, toke
     assert bad.status_code == 422 and "valid username" in bad.json()["detail"]
 
 
-def test_invitations_are_answered_from_the_home_page(make_tenant, member, make_user, token_client) -> None:
+def test_invitations_are_answered_from_the_home_page(
+    make_tenant, member, make_user, token_client
+) -> None:
     tenant = make_tenant(name="Acme graph")
     owner = token_client(member(tenant, Role.OWNER))
     dave, erin = make_user(), make_user()
@@ -224,10 +239,12 @@ def test_the_admin_keeps_an_owner(make_tenant, member, superuser) -> None:
     heir_row = Membership.objects.get(tenant=tenant, user=heir)
     handed_over = admin.post(
         f"/admin/tenants/tenant/{tenant.pk}/change/",
-        tenant_form([
-            {"id": only.pk, "user": owner.pk, "role": "viewer"},
-            {"id": heir_row.pk, "user": heir.pk, "role": "owner"},
-        ]),
+        tenant_form(
+            [
+                {"id": only.pk, "user": owner.pk, "role": "viewer"},
+                {"id": heir_row.pk, "user": heir.pk, "role": "owner"},
+            ]
+        ),
     )
     assert handed_over.status_code == 302, handed_over.content[:3000]
     assert role_of(tenant, owner) == Role.VIEWER and role_of(tenant, heir) == Role.OWNER
@@ -262,19 +279,25 @@ def test_admin_next_never_leaves_the_site(make_tenant, member, superuser, eager,
     # A path on this site is still followed.
     client.force_login(superuser)
     local = f"/admin/graph/{tenant.slug}/audit/"
-    assert client.post(
-        f"/admin/graph/{tenant.slug}/communities/rebuild/", {"next": local}
-    )["Location"] == local
+    assert (
+        client.post(f"/admin/graph/{tenant.slug}/communities/rebuild/", {"next": local})["Location"]
+        == local
+    )
 
 
 def test_pending_invitations_are_capped(make_tenant, member, token_client, settings) -> None:
     settings.INVITATIONS_MAX_PENDING = 3
     tenant = make_tenant()
     owner = token_client(member(tenant, Role.OWNER))
-    assert [put_member(owner, tenant.slug, f"guest{i}", "viewer").status_code for i in range(3)] == [202] * 3
+    assert [
+        put_member(owner, tenant.slug, f"guest{i}", "viewer").status_code for i in range(3)
+    ] == [202] * 3
     refused = put_member(owner, tenant.slug, "guest3", "viewer")
     assert refused.status_code == 409
-    assert "3 pending invitations" in refused.json()["detail"] and "withdraw" in refused.json()["detail"]
+    assert (
+        "3 pending invitations" in refused.json()["detail"]
+        and "withdraw" in refused.json()["detail"]
+    )
     assert not Invitation.objects.filter(tenant=tenant, username="guest3").exists()
     # A pending one can still change role, members still change, and withdrawing makes room.
     assert put_member(owner, tenant.slug, "guest0", "editor").status_code == 202

@@ -22,11 +22,18 @@ def browser_of(user) -> Client:
     return client
 
 
-def add_fact(client: Client, slug: str, source: str, target: str, valid_at: str, relation="WORKS_AT"):
-    body = {"source": {"name": source, "type": "Person"}, "relation": relation,
-            "target": {"name": target, "type": "Organization"}, "valid_at": valid_at}
-    response = client.post(f"/api/v1/t/{slug}/facts", data=json.dumps(body),
-                           content_type="application/json")
+def add_fact(
+    client: Client, slug: str, source: str, target: str, valid_at: str, relation="WORKS_AT"
+):
+    body = {
+        "source": {"name": source, "type": "Person"},
+        "relation": relation,
+        "target": {"name": target, "type": "Organization"},
+        "valid_at": valid_at,
+    }
+    response = client.post(
+        f"/api/v1/t/{slug}/facts", data=json.dumps(body), content_type="application/json"
+    )
     assert response.status_code == 201, response.content
     return response.json()
 
@@ -59,9 +66,13 @@ def test_a_curator_of_one_tenant_cannot_reach_another(curated, member) -> None:
     client = browser_of(carol)
     facts = client.get(f"/admin/graph/{a.slug}/facts/")
     assert facts.status_code == 200 and b"Alice" in facts.content and b"Secret" not in facts.content
-    for url in (f"/admin/graph/{b.slug}/facts/", f"/admin/graph/{b.slug}/dedup/",
-                f"/admin/graph/{b.slug}/audit/", f"/admin/graph/{b.slug}/facts/{secret['id']}/",
-                f"/admin/graph/{b.slug}/entities/entity:x/"):
+    for url in (
+        f"/admin/graph/{b.slug}/facts/",
+        f"/admin/graph/{b.slug}/dedup/",
+        f"/admin/graph/{b.slug}/audit/",
+        f"/admin/graph/{b.slug}/facts/{secret['id']}/",
+        f"/admin/graph/{b.slug}/entities/entity:x/",
+    ):
         assert client.get(url).status_code == 404, url
     assert client.post(f"/admin/graph/{b.slug}/dedup/act/", {"action": "reject"}).status_code == 404
     # B's fact id through A's pages: A has no such fact.
@@ -69,10 +80,15 @@ def test_a_curator_of_one_tenant_cannot_reach_another(curated, member) -> None:
     # A viewer of A who curates elsewhere gets in, but not into A's curation.
     other = member(b, Role.CURATOR)
     from tenants import services
+
     services.membership_set(tenant=a, user=other, role=Role.VIEWER)
     assert browser_of(other).get(f"/admin/graph/{a.slug}/facts/").status_code == 403
-    assert browser_of(other).post(f"/admin/graph/{a.slug}/dedup/act/",
-                                  {"action": "merge_a"}).status_code == 403
+    assert (
+        browser_of(other)
+        .post(f"/admin/graph/{a.slug}/dedup/act/", {"action": "merge_a"})
+        .status_code
+        == 403
+    )
 
 
 def test_fact_page_shows_the_same_chain_as_the_api(curated) -> None:
@@ -94,7 +110,9 @@ def test_review_queue_merge_and_undo(curated, token_client, member) -> None:
     graph = tenant_graph(a)
     for name in ("Alice", "Alice Example"):
         vector = local_embedder().embed([name])[0]
-        graph.query("UPDATE entity SET name_embedding = $v WHERE name = $n", {"v": vector, "n": name})
+        graph.query(
+            "UPDATE entity SET name_embedding = $v WHERE name = $n", {"v": vector, "n": name}
+        )
     client = browser_of(carol)
     assert client.post(f"/admin/graph/{a.slug}/dedup/generate/").status_code == 302
     queue = client.get(f"/admin/graph/{a.slug}/dedup/")
@@ -102,12 +120,14 @@ def test_review_queue_merge_and_undo(curated, token_client, member) -> None:
     assert ids, queue.content[-2000:]
     pair = graph.query("SELECT a.name AS a, b.name AS b FROM ONLY $id", {"id": _rid(ids[0])})[0]
     keep = "merge_a" if pair["a"] == "Alice" else "merge_b"
-    done = client.post(f"/admin/graph/{a.slug}/dedup/act/", {"action": keep, "candidate": [ids[0].decode()]})
+    done = client.post(
+        f"/admin/graph/{a.slug}/dedup/act/", {"action": keep, "candidate": [ids[0].decode()]}
+    )
     assert done.status_code == 302
     merged = graph.query("SELECT VALUE name FROM entity WHERE merged_into != NONE")[0]
     assert merged == ["Alice Example"]
     log = client.get(f"/admin/graph/{a.slug}/audit/?action=merge")
-    entry = re.search(rb'/audit/(audit:[^/]+)/undo/', log.content).group(1).decode()
+    entry = re.search(rb"/audit/(audit:[^/]+)/undo/", log.content).group(1).decode()
     assert client.post(f"/admin/graph/{a.slug}/audit/{entry}/undo/").status_code == 302
     assert graph.query("SELECT VALUE name FROM entity WHERE merged_into != NONE")[0] == []
     # The curator's actions are in the log, undo included.
@@ -123,10 +143,11 @@ def test_automatic_merges_are_listed_and_undone(curated) -> None:
     log = client.get(f"/admin/graph/{a.slug}/audit/?action=auto_merge")
     assert log.status_code == 200 and b"same_name" in log.content and b"resolution" in log.content
     assert b"Acme" not in log.content  # the filter keeps other entries out
-    entry = re.search(rb'/audit/(audit:[^/]+)/undo/', log.content).group(1).decode()
+    entry = re.search(rb"/audit/(audit:[^/]+)/undo/", log.content).group(1).decode()
     assert client.post(f"/admin/graph/{a.slug}/audit/{entry}/undo/").status_code == 302
     rows = graph.query(
-        "SELECT VALUE out.name FROM relates_to WHERE in.name = 'Dana' AND expired_at = NONE")[0]
+        "SELECT VALUE out.name FROM relates_to WHERE in.name = 'Dana' AND expired_at = NONE"
+    )[0]
     assert rows == ["Beta Inc."]
     assert b"undone" in client.get(f"/admin/graph/{a.slug}/audit/?action=auto_merge").content
 
@@ -150,8 +171,10 @@ def test_a_curator_corrects_and_invalidates_facts(curated, member) -> None:
     assert current["id"] in [h["id"] for h in history]
     retry = client.post(url, {"action": "invalidate", "ended_at": "2024-06-01"}, follow=True)
     assert b"already retired" in retry.content
-    client.post(f"/admin/graph/{a.slug}/facts/{now[0]['id']}/act/",
-                {"action": "invalidate", "ended_at": "2024-06-01"})
+    client.post(
+        f"/admin/graph/{a.slug}/facts/{now[0]['id']}/act/",
+        {"action": "invalidate", "ended_at": "2024-06-01"},
+    )
     assert api_a.get(f"/api/v1/t/{a.slug}/entities/{alice}/facts").json() == []
     # A viewer who curates nowhere is sent to the admin login, and nothing changes.
     viewer = member(a, Role.VIEWER)
@@ -180,8 +203,11 @@ def test_the_word_filter_finds_facts_with_every_word_in_this_tenant_only(curated
     def shown(**query) -> set[str]:
         page = client.get(f"/admin/graph/{a.slug}/facts/", query)
         assert page.status_code == 200
-        return set(re.findall(r"(Alice|Bob) WORKS_AT (Acme Corp|Beta Inc|Secret Labs)",
-                              page.content.decode()))
+        return set(
+            re.findall(
+                r"(Alice|Bob) WORKS_AT (Acme Corp|Beta Inc|Secret Labs)", page.content.decode()
+            )
+        )
 
     assert shown(q="alice ACME") == {("Alice", "Acme Corp")}
     assert shown(q="working alice") == {("Alice", "Acme Corp"), ("Alice", "Beta Inc")}

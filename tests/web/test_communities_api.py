@@ -12,16 +12,18 @@ from tenants.models import Role
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-
 def post(client, url, body):
     return client.post(url, data=json.dumps(body), content_type="application/json")
 
 
 def story(client, slug, people, company):
     for person in people:
-        body = {"source": {"name": person, "type": "Person"}, "relation": "WORKS_AT",
-                "target": {"name": company, "type": "Organization"},
-                "valid_at": "2024-01-01T00:00:00Z"}
+        body = {
+            "source": {"name": person, "type": "Person"},
+            "relation": "WORKS_AT",
+            "target": {"name": company, "type": "Organization"},
+            "valid_at": "2024-01-01T00:00:00Z",
+        }
         assert post(client, f"/api/v1/t/{slug}/facts", body).status_code == 201
 
 
@@ -41,8 +43,9 @@ def test_communities_are_built_listed_searched_and_kept_apart(
     assert [c["member_count"] for c in listed] == [4, 3]
     detail = editor_a.get(f"/api/v1/t/{a.slug}/communities/{listed[0]['id']}").json()
     assert {m["name"] for m in detail["members"]} == {"Alice", "Arno", "Ada", "Acme Corp"}
-    found = post(editor_a, f"/api/v1/t/{a.slug}/search",
-                 {"query": "Acme", "scopes": ["communities"]}).json()
+    found = post(
+        editor_a, f"/api/v1/t/{a.slug}/search", {"query": "Acme", "scopes": ["communities"]}
+    ).json()
     assert [c["id"] for c in found["communities"]] == [listed[0]["id"]]
     # The explorer's graph carries each entity's community (for colouring).
     nodes = editor_a.get(f"/api/v1/t/{a.slug}/graph").json()["nodes"]
@@ -52,14 +55,19 @@ def test_communities_are_built_listed_searched_and_kept_apart(
     assert editor_b.get(f"/api/v1/t/{b.slug}/communities").json() == []
     assert editor_b.get(f"/api/v1/t/{b.slug}/communities/{listed[0]['id']}").status_code == 404
     assert editor_b.get(f"/api/v1/t/{a.slug}/communities").status_code == 404
-    assert post(editor_b, f"/api/v1/t/{b.slug}/search",
-                {"query": "Acme", "scopes": ["communities"]}).json()["communities"] == []
+    assert (
+        post(
+            editor_b, f"/api/v1/t/{b.slug}/search", {"query": "Acme", "scopes": ["communities"]}
+        ).json()["communities"]
+        == []
+    )
     viewer = token_client(member(a, Role.VIEWER))
     assert post(viewer, f"/api/v1/t/{a.slug}/communities/rebuild", {}).status_code == 403
 
 
-def test_communities_are_detected_every_n_episodes(make_tenant, member, token_client, eager,
-                                                   settings) -> None:
+def test_communities_are_detected_every_n_episodes(
+    make_tenant, member, token_client, eager, settings
+) -> None:
     # A stream that never pauses still detects (eager mode: no debounced follow-up, see
     # tests/web/test_communities_follow_ingestion.py for that).
     settings.COMMUNITY_EVERY_EPISODES = 2

@@ -50,11 +50,26 @@ def answer(body: dict[str, Any]) -> dict[str, Any]:
 
 def start_worker(env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
     command = [
-        sys.executable, "-m", "celery", "-A", "kgapp.celery", "worker", "--concurrency=2",
-        "--loglevel=INFO", "--without-heartbeat", "--without-gossip", "--without-mingle",
+        sys.executable,
+        "-m",
+        "celery",
+        "-A",
+        "kgapp.celery",
+        "worker",
+        "--concurrency=2",
+        "--loglevel=INFO",
+        "--without-heartbeat",
+        "--without-gossip",
+        "--without-mingle",
     ]
-    return subprocess.Popen(command, env=env, cwd=settings.BASE_DIR, stdout=log.open("wb"),
-                            stderr=subprocess.STDOUT, start_new_session=True)
+    return subprocess.Popen(
+        command,
+        env=env,
+        cwd=settings.BASE_DIR,
+        stdout=log.open("wb"),
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
 
 
 def stop(worker: subprocess.Popen[bytes]) -> None:
@@ -85,8 +100,10 @@ def wait_until(check, timeout: float, log: Path) -> Any:
 
 def listed(graph) -> dict[str, dict[str, Any]]:
     """The current communities by name: id, summary and member count."""
-    return {c["name"]: {k: c[k] for k in ("id", "summary", "member_count")}
-            for c in to_json(graph.run(communities.communities_list))}
+    return {
+        c["name"]: {k: c[k] for k in ("id", "summary", "member_count")}
+        for c in to_json(graph.run(communities.communities_list))
+    }
 
 
 def test_a_burst_of_uploads_detects_once_and_unchanged_communities_cost_no_call(
@@ -100,37 +117,55 @@ def test_a_burst_of_uploads_detects_once_and_unchanged_communities_cost_no_call(
     log = tmp_path / "worker.log"
 
     def upload_episode(text: str) -> str:
-        episode = EpisodeInput(content=text, source="text",
-                               reference_time=datetime(2024, 1, 1, tzinfo=UTC))
+        episode = EpisodeInput(
+            content=text, source="text", reference_time=datetime(2024, 1, 1, tzinfo=UTC)
+        )
         return record_key(graph.run(episode_submit, episode, created_by="t")[1]["id"])
 
     def upload_document(name: str, text: str) -> str:
         data = text.encode()
         parsed = parse_document(name, data, max_bytes=10**6)
-        return record_key(graph.run(document_submit, parsed, file_name=name, data=data,
-                                    uploaded_by="t")[1]["id"])
+        return record_key(
+            graph.run(document_submit, parsed, file_name=name, data=data, uploaded_by="t")[1]["id"]
+        )
 
     def ingest_all(job_ids: list[str]) -> None:
         with celery_app.connection_for_write(url, transport_options=options) as connection:
             for job_id in job_ids:
                 ingest.apply_async((tenant.slug, job_id), connection=connection)
         # Every one of the jobs, found and completed (an all() over none would be true).
-        wait_until(lambda: sorted(j["id"] for j in all_jobs(graph)
-                                  if j["id"] in job_ids and j["status"] == "completed")
-                   == sorted(job_ids), 90, log)
+        wait_until(
+            lambda: (
+                sorted(
+                    j["id"]
+                    for j in all_jobs(graph)
+                    if j["id"] in job_ids and j["status"] == "completed"
+                )
+                == sorted(job_ids)
+            ),
+            90,
+            log,
+        )
 
     worker = start_worker(env, log)
     try:
         # Two uploads at once: each job asks for detection when it ends; one is granted.
-        ingest_all([upload_episode("Alice works at Acme Corp."),
-                    upload_document("beta.txt", "Bob works at Beta Inc.")])
-        wait_until(lambda: [j for j in detections(graph) if j["status"] == "completed"],
-                   30, log)
+        ingest_all(
+            [
+                upload_episode("Alice works at Acme Corp."),
+                upload_document("beta.txt", "Bob works at Beta Inc."),
+            ]
+        )
+        wait_until(lambda: [j for j in detections(graph) if j["status"] == "completed"], 30, log)
         time.sleep(DEBOUNCE + 3)  # long enough for a second request to have been granted
         first = detections(graph)
         assert [(j["created_by"], j["status"]) for j in first] == [("ingestion", "completed")]
-        assert first[0]["counts"] == {"communities": 2, "unchanged": 0, "described": 2,
-                                      "llm_calls": 2}
+        assert first[0]["counts"] == {
+            "communities": 2,
+            "unchanged": 0,
+            "described": 2,
+            "llm_calls": 2,
+        }
         before = listed(graph)
         assert set(before) == {"Acme Corp & Alice", "Beta Inc & Bob"}
         assert len(scripted_llm.chat_requests("summarize_community")) == 2
@@ -145,11 +180,27 @@ def test_a_burst_of_uploads_detects_once_and_unchanged_communities_cost_no_call(
         graph.run(jobs.job_finish, running, counts={}, timings={})
         # Then the two communities keep their records, names and summaries, and only
         # the new one costs a model call.
-        wait_until(lambda: len([j for j in detections(graph) if j["created_by"] == "ingestion"
-                                and j["status"] == "completed"]) == 2, 30, log)
+        wait_until(
+            lambda: (
+                len(
+                    [
+                        j
+                        for j in detections(graph)
+                        if j["created_by"] == "ingestion" and j["status"] == "completed"
+                    ]
+                )
+                == 2
+            ),
+            30,
+            log,
+        )
         second = detections(graph)[0]  # newest first
-        assert second["counts"] == {"communities": 3, "unchanged": 2, "described": 1,
-                                    "llm_calls": 1}
+        assert second["counts"] == {
+            "communities": 3,
+            "unchanged": 2,
+            "described": 1,
+            "llm_calls": 1,
+        }
         after = listed(graph)
         assert {name: after[name] for name in before} == before
         assert set(after) - set(before) == {"Carol & Cyan Labs"}

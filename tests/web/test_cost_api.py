@@ -67,7 +67,9 @@ def assert_nothing_stored(client, tenant) -> None:
 def test_dry_run_offline_counts_chunks_and_stores_nothing(editor) -> None:
     tenant, client = editor
     text = long_text(60)
-    answer = dry_run(client, tenant, SimpleUploadedFile("long.txt", text), SimpleUploadedFile("staff.md", STAFF))
+    answer = dry_run(
+        client, tenant, SimpleUploadedFile("long.txt", text), SimpleUploadedFile("staff.md", STAFF)
+    )
     assert answer.status_code == 200, answer.content
     body = answer.json()
     chunks = len(chunk_text(text.decode(), max_tokens=CHUNK_TOKENS, overlap_tokens=CHUNK_OVERLAP))
@@ -75,8 +77,13 @@ def test_dry_run_offline_counts_chunks_and_stores_nothing(editor) -> None:
     assert body["model"] is None
     assert [f["file_name"] for f in body["files"]] == ["long.txt", "staff.md"]
     assert [f["chunks"] for f in body["files"]] == [chunks, 1]
-    assert body["total"] == {"chunks": chunks + 1, "calls": 0, "input_tokens": 0,
-                             "output_tokens": 0, "cost_usd": 0.0}
+    assert body["total"] == {
+        "chunks": chunks + 1,
+        "calls": 0,
+        "input_tokens": 0,
+        "output_tokens": 0,
+        "cost_usd": 0.0,
+    }
     assert body["needs_confirmation"] is False
     assert_nothing_stored(client, tenant)
 
@@ -164,7 +171,9 @@ def test_a_job_reports_its_usage_per_model_and_the_month_adds_it_up(
     assert row["model"] == "gpt-4o-mini" and row["calls"] == len(requests) >= 1
     assert row["input_tokens"] == prompt and row["output_tokens"] == completion
     price = DEFAULT_PRICES["gpt-4o-mini"]
-    assert row["cost_usd"] == pytest.approx((prompt * price.input + completion * price.output) / 1e6)
+    assert row["cost_usd"] == pytest.approx(
+        (prompt * price.input + completion * price.output) / 1e6
+    )
     assert job["counts"]["llm_calls"] == row["calls"]
 
     (document,) = client.get(f"{base}/documents").json()
@@ -175,9 +184,17 @@ def test_a_job_reports_its_usage_per_model_and_the_month_adds_it_up(
     assert listed["file_name"] == "staff.md" and listed["usage"] == job["usage"]
 
     months = client.get(f"{base}/usage?months=1").json()
-    assert months == [{"month": month, "jobs": 1, "calls": row["calls"], "input_tokens": prompt,
-                       "output_tokens": completion, "cost_usd": pytest.approx(row["cost_usd"]),
-                       "unpriced_models": []}]
+    assert months == [
+        {
+            "month": month,
+            "jobs": 1,
+            "calls": row["calls"],
+            "input_tokens": prompt,
+            "output_tokens": completion,
+            "cost_usd": pytest.approx(row["cost_usd"]),
+            "unpriced_models": [],
+        }
+    ]
     assert client.get(f"{base}/usage?months=0").status_code == 422
 
 

@@ -67,8 +67,15 @@ def test_check_deploy_is_clean_with_production_settings(tmp_path) -> None:
     assert "System check identified no issues (0 silenced)" in clean.stdout
 
     # The check does catch what it should: weakened settings fail it.
-    weak = run(check, django_env(tmp_path, "kgapp.settings.production",
-                                 DJANGO_HSTS_SECONDS="0", DJANGO_SECURE_COOKIES="false"))
+    weak = run(
+        check,
+        django_env(
+            tmp_path,
+            "kgapp.settings.production",
+            DJANGO_HSTS_SECONDS="0",
+            DJANGO_SECURE_COOKIES="false",
+        ),
+    )
     assert weak.returncode != 0
     for warning in ("security.W004", "security.W012", "security.W016"):
         assert warning in weak.stdout + weak.stderr
@@ -125,7 +132,8 @@ def test_x_forwarded_proto_is_believed_only_behind_a_trusted_proxy(tmp_path) -> 
 
 
 def test_make_run_shows_plain_error_pages_and_still_serves_static_files(tmp_path) -> None:
-    (tmp_path / "boom_urls.py").write_text(textwrap.dedent("""
+    (tmp_path / "boom_urls.py").write_text(
+        textwrap.dedent("""
         from django.urls import path
         from kgapp.urls import urlpatterns as site
 
@@ -133,8 +141,10 @@ def test_make_run_shows_plain_error_pages_and_still_serves_static_files(tmp_path
             raise RuntimeError("SECRET-DETAIL-THAT-MUST-NOT-LEAK")
 
         urlpatterns = [path("boom", boom), *site]
-    """))
-    seen = in_django(f"""
+    """)
+    )
+    seen = in_django(
+        f"""
         import sys
         sys.path.insert(0, {str(tmp_path)!r})
         from django.conf import settings
@@ -151,7 +161,9 @@ def test_make_run_shows_plain_error_pages_and_still_serves_static_files(tmp_path
             "broken": [broken.status_code, broken.content.decode()],
             "static": [css.status_code, cytoscape.status_code],
         }}))
-    """, django_env(tmp_path, "kgapp.settings.dev"))
+    """,
+        django_env(tmp_path, "kgapp.settings.dev"),
+    )
     assert seen["debug"] is False
     status, body = seen["missing"]
     assert status == 404 and "Not found" in body
@@ -166,7 +178,9 @@ def test_make_run_shows_plain_error_pages_and_still_serves_static_files(tmp_path
 # --- CSP on every page ------------------------------------------------------------------
 
 INLINE = {
-    "inline script": re.compile(r"<script\b(?![^>]*\bsrc=)(?![^>]*type=\"application/json\")[^>]*>", re.I),
+    "inline script": re.compile(
+        r"<script\b(?![^>]*\bsrc=)(?![^>]*type=\"application/json\")[^>]*>", re.I
+    ),
     "event handler attribute": re.compile(r"<[a-z][^>]*\son[a-z]+\s*=", re.I),
     "style attribute": re.compile(r"<[a-z][^>]*\sstyle\s*=", re.I),
     "style element": re.compile(r"<style\b", re.I),
@@ -174,14 +188,21 @@ INLINE = {
 }
 
 
-def test_every_page_has_a_csp_and_no_inline_script_or_style(make_tenant, member, make_user, token_client) -> None:
+def test_every_page_has_a_csp_and_no_inline_script_or_style(
+    make_tenant, member, make_user, token_client
+) -> None:
     tenant = make_tenant(name="CSP")
     editor = token_client(member(tenant, Role.EDITOR))
     fact = editor.post(
         f"/api/v1/t/{tenant.slug}/facts",
-        data=json.dumps({"source": {"name": "Ann", "type": "Person"}, "relation": "WORKS_AT",
-                         "target": {"name": "Acme", "type": "Organization"},
-                         "valid_at": "2024-01-01T00:00:00Z"}),
+        data=json.dumps(
+            {
+                "source": {"name": "Ann", "type": "Person"},
+                "relation": "WORKS_AT",
+                "target": {"name": "Acme", "type": "Organization"},
+                "valid_at": "2024-01-01T00:00:00Z",
+            }
+        ),
         content_type="application/json",
     )
     assert fact.status_code == 201, fact.content
@@ -192,11 +213,20 @@ def test_every_page_has_a_csp_and_no_inline_script_or_style(make_tenant, member,
     browser.force_login(staff)
     slug = tenant.slug
     pages = [
-        "/", f"/t/{slug}/", f"/t/{slug}/explore", f"/t/{slug}/uploads", "/api/docs",
-        "/admin/", "/admin/graph/", f"/admin/graph/{slug}/facts/",
-        f"/admin/graph/{slug}/facts/{fact.json()['id']}/", f"/admin/graph/{slug}/dedup/",
-        f"/admin/graph/{slug}/audit/", "/admin/tenants/tenant/",
-        f"/admin/tenants/tenant/{tenant.pk}/change/", "/admin/tenants/membership/add/",
+        "/",
+        f"/t/{slug}/",
+        f"/t/{slug}/explore",
+        f"/t/{slug}/uploads",
+        "/api/docs",
+        "/admin/",
+        "/admin/graph/",
+        f"/admin/graph/{slug}/facts/",
+        f"/admin/graph/{slug}/facts/{fact.json()['id']}/",
+        f"/admin/graph/{slug}/dedup/",
+        f"/admin/graph/{slug}/audit/",
+        "/admin/tenants/tenant/",
+        f"/admin/tenants/tenant/{tenant.pk}/change/",
+        "/admin/tenants/membership/add/",
         "/no/such/page",
     ]
     checked = 0
@@ -209,7 +239,9 @@ def test_every_page_has_a_csp_and_no_inline_script_or_style(make_tenant, member,
         html = response.content.decode()
         for what, pattern in INLINE.items():
             found = pattern.search(html)
-            assert found is None, f"{url}: {what}: {found and html[found.start():found.start() + 120]}"
+            assert found is None, (
+                f"{url}: {what}: {found and html[found.start() : found.start() + 120]}"
+            )
         checked += 1
     assert checked == len(pages)
     login = Client().get("/accounts/login/")

@@ -28,8 +28,13 @@ def iso(moment: datetime) -> str:
 
 
 def add_fact(client: Client, base: str, target: str, text: str, valid_at: str, relation="WORKS_AT"):
-    body = {"source": ROSA, "relation": relation, "target": {"name": target, "type": "Organization"},
-            "fact": text, "valid_at": valid_at}
+    body = {
+        "source": ROSA,
+        "relation": relation,
+        "target": {"name": target, "type": "Organization"},
+        "fact": text,
+        "valid_at": valid_at,
+    }
     response = client.post(f"{base}/facts", data=json.dumps(body), content_type="application/json")
     assert response.status_code == 201, response.content
 
@@ -64,18 +69,23 @@ def test_the_valid_axis_shows_the_move(rosa, member, token_client) -> None:
     assert (body["from"], body["to"]) == ("2023-01-01T00:00:00Z", "2024-05-15T00:00:00Z")
     assert [f["fact"] for f in body["ended"]] == [HELIOS]
     assert [(f["fact"], f["source_name"], f["target_name"]) for f in body["added"]] == [
-        (NOVA, "Rosa Diaz", "Nova Systems")]
+        (NOVA, "Rosa Diaz", "Nova Systems")
+    ]
     assert body["ended"][0]["invalid_at"] == "2024-05-01T00:00:00Z"
     assert body["totals"] == {"added": 1, "ended": 1, "changed": 0} and body["truncated"] is False
     # Backwards, the same facts the other way round.
     back = get(reader, base, **{"from": "2024-05-15T00:00:00Z", "to": "2023-01-01"}).json()
-    assert [f["fact"] for f in back["added"]] == [HELIOS] and [f["fact"] for f in back["ended"]] == [NOVA]
+    assert [f["fact"] for f in back["added"]] == [HELIOS] and [
+        f["fact"] for f in back["ended"]
+    ] == [NOVA]
 
 
 def test_the_known_axis_shows_the_revision_as_a_change(rosa, member, token_client) -> None:
     tenant, base, between = rosa
     reader = token_client(member(tenant, Role.VIEWER))
-    body = get(reader, base, **{"from": iso(between), "to": iso(datetime.now(UTC)), "axis": "known"}).json()
+    body = get(
+        reader, base, **{"from": iso(between), "to": iso(datetime.now(UTC)), "axis": "known"}
+    ).json()
     assert sorted(f["fact"] for f in body["added"]) == sorted([NOVA, HOSTILE])
     assert body["ended"] == []
     [change] = body["changed"]
@@ -84,8 +94,11 @@ def test_the_known_axis_shows_the_revision_as_a_change(rosa, member, token_clien
     assert change["before"]["invalid_at"] is None
     assert change["after"]["invalid_at"] == "2024-05-01T00:00:00Z"
     assert change["after"]["revision_of"] == change["before"]["id"]
-    limited = get(reader, base, **{"from": iso(between), "to": iso(datetime.now(UTC)), "axis": "known",
-                                   "limit": 1}).json()
+    limited = get(
+        reader,
+        base,
+        **{"from": iso(between), "to": iso(datetime.now(UTC)), "axis": "known", "limit": 1},
+    ).json()
     assert len(limited["added"]) == 1 and limited["totals"]["added"] == 2 and limited["truncated"]
     same = get(reader, base, **{"from": iso(between), "to": iso(between), "axis": "known"}).json()
     assert same["totals"] == {"added": 0, "ended": 0, "changed": 0}
@@ -94,8 +107,12 @@ def test_the_known_axis_shows_the_revision_as_a_change(rosa, member, token_clien
 def test_the_csv_download(rosa, member, token_client) -> None:
     tenant, base, between = rosa
     reader = token_client(member(tenant, Role.VIEWER))
-    response = get(reader, base, "/graph/diff.csv",
-                   **{"from": iso(between), "to": iso(datetime.now(UTC)), "axis": "known"})
+    response = get(
+        reader,
+        base,
+        "/graph/diff.csv",
+        **{"from": iso(between), "to": iso(datetime.now(UTC)), "axis": "known"},
+    )
     assert response.status_code == 200, response.content
     assert response["Content-Type"].startswith("text/csv")
     assert response["Content-Disposition"] == f'attachment; filename="diff-{tenant.slug}-known.csv"'
@@ -114,15 +131,23 @@ def test_the_csv_download(rosa, member, token_client) -> None:
         ({"from": "2024-01-01T00:00:00Z"}, "to: Field required"),
         ({"from": "last tuesday", "to": "2024-01-01"}, "from: Input should be a valid datetime"),
         ({"from": "2024-13-01", "to": "2024-01-01"}, "from: Input should be a valid datetime"),
-        ({"from": "2024-01-01", "to": "2024-01-01", "axis": "sideways"},
-         "axis: Input should be 'valid' or 'known'"),
-        ({"from": "2024-01-01", "to": "2024-01-01", "limit": 0},
-         "limit: Input should be greater than or equal to 1"),
-        ({"from": "2024-01-01T00:00:00.0000001Z", "to": "2024-01-01"},
-         "from: moments are kept to the microsecond"),
+        (
+            {"from": "2024-01-01", "to": "2024-01-01", "axis": "sideways"},
+            "axis: Input should be 'valid' or 'known'",
+        ),
+        (
+            {"from": "2024-01-01", "to": "2024-01-01", "limit": 0},
+            "limit: Input should be greater than or equal to 1",
+        ),
+        (
+            {"from": "2024-01-01T00:00:00.0000001Z", "to": "2024-01-01"},
+            "from: moments are kept to the microsecond",
+        ),
     ],
 )
-def test_bad_input_is_a_422_that_says_what_to_fix(rosa, member, token_client, params, message) -> None:
+def test_bad_input_is_a_422_that_says_what_to_fix(
+    rosa, member, token_client, params, message
+) -> None:
     tenant, base, _ = rosa
     reader = token_client(member(tenant, Role.VIEWER))
     for path in ("/graph/diff", "/graph/diff.csv"):

@@ -45,15 +45,20 @@ def held_and_supported(tenant) -> tuple[dict[str, set[str]], dict[str, set[str]]
     """Read straight from the graph, counted here: each document's episodes, and the
     current facts (not expired) each document's episodes support."""
     graph = tenant_graph(tenant)
-    episodes = graph.query("SELECT VALUE {id: <string> id, documents: documents.map(|$d| <string> $d)} FROM episode")[0]
-    facts = graph.query("SELECT VALUE {id: <string> id, episodes: episodes.map(|$e| <string> $e)}"
-                        " FROM relates_to WHERE expired_at = NONE")[0]
+    episodes = graph.query(
+        "SELECT VALUE {id: <string> id, documents: documents.map(|$d| <string> $d)} FROM episode"
+    )[0]
+    facts = graph.query(
+        "SELECT VALUE {id: <string> id, episodes: episodes.map(|$e| <string> $e)}"
+        " FROM relates_to WHERE expired_at = NONE"
+    )[0]
     held: dict[str, set[str]] = {}
     for episode in episodes:
         for document in episode["documents"]:
             held.setdefault(document, set()).add(episode["id"])
     supported = {
-        document: {f["id"] for f in facts if ids & set(f["episodes"])} for document, ids in held.items()
+        document: {f["id"] for f in facts if ids & set(f["episodes"])}
+        for document, ids in held.items()
     }
     return held, supported
 
@@ -77,8 +82,9 @@ def test_the_list_counts_the_episodes_each_document_holds_and_the_facts_they_sup
 
     # A fact that is no longer current (superseded) is not counted.
     (fact,) = [f for f in supported[first["id"]] if f in supported[second["id"]]][:1]
-    tenant_graph(tenant).query("UPDATE $id SET expired_at = time::now()",
-                               {"id": parse_record_id(fact, "relates_to")})
+    tenant_graph(tenant).query(
+        "UPDATE $id SET expired_at = time::now()", {"id": parse_record_id(fact, "relates_to")}
+    )
     after = listed(client, base)
     assert after["chat.json"]["fact_count"] == first["fact_count"] - 1
     assert after["chat-export-2.json"]["fact_count"] == second["fact_count"] - 1
@@ -87,7 +93,9 @@ def test_the_list_counts_the_episodes_each_document_holds_and_the_facts_they_sup
     # Paging and the status filter still apply; the detail has no counts; another tenant
     # lists none of these.
     assert [d["file_name"] for d in client.get(f"{base}/documents?limit=1").json()] == ["notes.txt"]
-    assert [d["file_name"] for d in client.get(f"{base}/documents?limit=1&offset=2").json()] == ["chat.json"]
+    assert [d["file_name"] for d in client.get(f"{base}/documents?limit=1&offset=2").json()] == [
+        "chat.json"
+    ]
     assert client.get(f"{base}/documents?status=failed").json() == []
     assert "fact_count" not in client.get(f"{base}/documents/{first['id']}").json()
     other = make_tenant()
@@ -180,9 +188,10 @@ def test_viewers_can_list_documents_but_not_delete_or_replace_them(
     assert [d["id"] for d in viewer.get(f"{base}/documents").json()] == [document]
     for url in (f"{base}/documents/{document}?dry_run=true", f"{base}/documents/{document}"):
         assert viewer.delete(url).status_code == 403, url
-    replaced = viewer.post(f"{base}/documents/{document}/versions",
-                           {"files": [SimpleUploadedFile("notes.txt", NOTES + b"More.\n")]})
+    replaced = viewer.post(
+        f"{base}/documents/{document}/versions",
+        {"files": [SimpleUploadedFile("notes.txt", NOTES + b"More.\n")]},
+    )
     assert replaced.status_code == 403
     (kept,) = client.get(f"{base}/documents").json()
     assert kept["id"] == document and kept["version"] == 1
-

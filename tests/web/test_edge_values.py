@@ -55,9 +55,16 @@ def post(client, url, body):
 def test_moments_at_the_edges_round_trip_exactly(editor) -> None:
     base, client = editor
     for index, text in enumerate(KEPT):
-        added = post(client, f"{base}/facts", {
-            "source": {"name": "Ada"}, "relation": "MET", "target": {"name": f"Guest {index}"},
-            "valid_at": text})
+        added = post(
+            client,
+            f"{base}/facts",
+            {
+                "source": {"name": "Ada"},
+                "relation": "MET",
+                "target": {"name": f"Guest {index}"},
+                "valid_at": text,
+            },
+        )
         assert added.status_code == 201, (text, added.content)
         fact = client.get(f"{base}/facts/{added.json()['id']}")
         assert fact.status_code == 200, (text, fact.content)
@@ -75,10 +82,26 @@ def test_moments_outside_the_range_are_refused_everywhere(editor) -> None:
     base, client = editor
     for text, reason in REFUSED.items():
         answers = [
-            post(client, f"{base}/facts", {"source": {"name": "A"}, "relation": "R",
-                                           "target": {"name": "B"}, "valid_at": text}),
-            post(client, f"{base}/facts", {"source": {"name": "A"}, "relation": "R",
-                                           "target": {"name": "B"}, "invalid_at": text}),
+            post(
+                client,
+                f"{base}/facts",
+                {
+                    "source": {"name": "A"},
+                    "relation": "R",
+                    "target": {"name": "B"},
+                    "valid_at": text,
+                },
+            ),
+            post(
+                client,
+                f"{base}/facts",
+                {
+                    "source": {"name": "A"},
+                    "relation": "R",
+                    "target": {"name": "B"},
+                    "invalid_at": text,
+                },
+            ),
             post(client, f"{base}/episodes", {"content": "A met B.", "reference_time": text}),
             post(client, f"{base}/search", {"query": "A", "as_of": text}),
             post(client, f"{base}/search", {"query": "A", "known_at": text}),
@@ -102,7 +125,9 @@ def test_offsets_past_the_end_give_empty_pages_and_huge_ones_are_refused(
     tenant = make_tenant()
     base = f"/api/v1/t/{tenant.slug}"
     client = token_client(member(tenant, Role.EDITOR))
-    post(client, f"{base}/facts", {"source": {"name": "A"}, "relation": "R", "target": {"name": "B"}})
+    post(
+        client, f"{base}/facts", {"source": {"name": "A"}, "relation": "R", "target": {"name": "B"}}
+    )
     post(client, f"{base}/episodes", {"content": "C met D."})  # a job, queued
     for listing in ("jobs", "episodes", "documents"):
         assert len(client.get(f"{base}/{listing}").json()) >= (listing != "documents")
@@ -118,7 +143,10 @@ def test_offsets_past_the_end_give_empty_pages_and_huge_ones_are_refused(
         assert page.status_code == 200, (offset, page.content[:300])
     first = curator.get(f"/admin/graph/{tenant.slug}/facts/")
     assert b"A R B" in first.content
-    assert b"A R B" not in curator.get(f"/admin/graph/{tenant.slug}/facts/", {"offset": HUGE[0]}).content
+    assert (
+        b"A R B"
+        not in curator.get(f"/admin/graph/{tenant.slug}/facts/", {"offset": HUGE[0]}).content
+    )
 
 
 def test_admin_filters_with_moments_out_of_range_are_ignored(make_tenant, member) -> None:

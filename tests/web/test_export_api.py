@@ -68,12 +68,18 @@ def filled(make_tenant, member, token_client, eager):
     tenant = make_tenant()
     owner = token_client(member(tenant, Role.OWNER))
     base = f"/api/v1/t/{tenant.slug}"
-    assert owner.put(f"{base}/ontology", ONTOLOGY, content_type="application/json").status_code == 200
-    files = [SimpleUploadedFile("chat.json", json.dumps(CHAT_EXTENDED).encode()),
-             SimpleUploadedFile("notes.txt", NOTES)]
+    assert (
+        owner.put(f"{base}/ontology", ONTOLOGY, content_type="application/json").status_code == 200
+    )
+    files = [
+        SimpleUploadedFile("chat.json", json.dumps(CHAT_EXTENDED).encode()),
+        SimpleUploadedFile("notes.txt", NOTES),
+    ]
     assert owner.post(f"{base}/documents", {"files": files}).status_code == 202
     policy = {"mode": "drop", "facts_ended_days": 90, "episodes_days": None}
-    assert owner.put(f"{base}/retention", policy, content_type="application/json").status_code == 200
+    assert (
+        owner.put(f"{base}/retention", policy, content_type="application/json").status_code == 200
+    )
     return tenant, owner, base
 
 
@@ -213,9 +219,7 @@ def url(django_db_setup: None, tmp_path_factory: pytest.TempPathFactory) -> Iter
 
 
 @pytest.mark.slow
-def test_the_served_export_streams_and_imports_over_http(
-    url, filled, make_tenant, member
-) -> None:
+def test_the_served_export_streams_and_imports_over_http(url, filled, make_tenant, member) -> None:
     source, owner, base = filled
     secret = services.token_create(user=member(source, Role.VIEWER), name="t")[1]
     moment = "as_of=2024-03-03T00:00:00Z"

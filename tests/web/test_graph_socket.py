@@ -17,7 +17,9 @@ from tests.web.test_live_socket import ORIGIN, session_cookie
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-CREATE = "CREATE entity CONTENT {name: $name, canonical_name: $canonical, name_embedding: [0.5, 0.5]}"
+CREATE = (
+    "CREATE entity CONTENT {name: $name, canonical_name: $canonical, name_embedding: [0.5, 0.5]}"
+)
 
 
 async def graph_socket(slug: str, headers, since: str | None = None):
@@ -75,7 +77,9 @@ async def test_graph_socket_refuses_strangers_and_foreign_origins(
 ) -> None:
     tenant = await sync_to_async(make_tenant)()
     stranger = await sync_to_async(make_user)()
-    _, connected = await graph_socket(tenant.slug, [ORIGIN, await sync_to_async(session_cookie)(stranger)])
+    _, connected = await graph_socket(
+        tenant.slug, [ORIGIN, await sync_to_async(session_cookie)(stranger)]
+    )
     assert not connected
     user = await sync_to_async(member)(tenant)
     cookie = await sync_to_async(session_cookie)(user)

@@ -23,8 +23,11 @@ AGE = "UPDATE $job SET heartbeat_at = time::now() - 10m"
 def running_job(tenant) -> str:
     """An ingest job a worker started (its task's message is gone with that worker)."""
     graph = tenant_graph(tenant)
-    episode = EpisodeInput(content="Alice works at Acme Corp.", source="text",
-                           reference_time=datetime(2024, 1, 15, tzinfo=UTC))
+    episode = EpisodeInput(
+        content="Alice works at Acme Corp.",
+        source="text",
+        reference_time=datetime(2024, 1, 15, tzinfo=UTC),
+    )
     _, job = graph.run(episode_submit, episode, created_by="t")
     graph.run(jobs.job_start, job["id"])
     return record_key(job["id"])
@@ -62,9 +65,7 @@ def test_a_stale_running_job_is_retried_and_a_live_one_is_not(
     assert client.post(url).status_code == 409
 
 
-def test_retry_of_a_stale_job_keeps_to_roles_and_tenants(
-    make_tenant, member, token_client
-) -> None:
+def test_retry_of_a_stale_job_keeps_to_roles_and_tenants(make_tenant, member, token_client) -> None:
     tenant, other = make_tenant(), make_tenant()
     job_id = running_job(tenant)
     tenant_graph(tenant).query(AGE, {"job": parse_record_id(job_id, "job")})

@@ -30,9 +30,14 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
 TOOL_NAMES = {tool.__name__ for tool, _ in TOOLS}
 INITIALIZE = {
-    "jsonrpc": "2.0", "id": 1, "method": "initialize",
-    "params": {"protocolVersion": "2025-06-18", "capabilities": {},
-               "clientInfo": {"name": "test", "version": "1"}},
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "test", "version": "1"},
+    },
 }
 ACCEPT = {"Accept": "application/json, text/event-stream"}
 
@@ -95,18 +100,43 @@ def test_every_tool_is_listed_with_a_schema_and_a_description(url, editor) -> No
             return list((await client.list_tools()).tools)
 
     tools = {tool.name: tool for tool in asyncio.run(listed())}
-    assert set(tools) == TOOL_NAMES == {
-        "add_memory", "add_fact", "search_facts", "search_entities", "get_entity", "get_fact",
-        "get_episodes", "delete_episode", "ask", "diff", "job_status",
-    }
+    assert (
+        set(tools)
+        == TOOL_NAMES
+        == {
+            "add_memory",
+            "add_fact",
+            "search_facts",
+            "search_entities",
+            "get_entity",
+            "get_fact",
+            "get_episodes",
+            "delete_episode",
+            "ask",
+            "diff",
+            "job_status",
+        }
+    )
     for tool in tools.values():
         assert len(tool.description or "") > 40 and tool.input_schema["properties"], tool.name
     facts = tools["search_facts"].input_schema["properties"]
-    assert {"query", "as_of", "known_at", "current_only", "entity_types", "relations",
-            "center_entity", "limit"} <= set(facts)
+    assert {
+        "query",
+        "as_of",
+        "known_at",
+        "current_only",
+        "entity_types",
+        "relations",
+        "center_entity",
+        "limit",
+    } <= set(facts)
     # The API's limits, from its schemas: the tool refuses what the route refuses.
     assert facts["limit"]["maximum"] == 100 and facts["current_only"]["default"] is True
-    assert tools["add_memory"].input_schema["properties"]["source"]["enum"] == ["text", "message", "json"]
+    assert tools["add_memory"].input_schema["properties"]["source"]["enum"] == [
+        "text",
+        "message",
+        "json",
+    ]
 
 
 def test_a_request_without_a_valid_token_is_refused_before_any_mcp_handling(url, editor) -> None:
@@ -116,8 +146,11 @@ def test_a_request_without_a_valid_token_is_refused_before_any_mcp_handling(url,
         missing = httpx2.post(address, json=INITIALIZE, headers={**ACCEPT, **header})
         assert missing.status_code == 401 and "Authorization: Bearer" in missing.json()["detail"]
         assert missing.headers["www-authenticate"] == "Bearer"
-    for header in ({"Authorization": "Bearer kg_nope_nope"}, {"X-API-Key": secret + "x"},
-                   {"Authorization": "Bearer x"}):
+    for header in (
+        {"Authorization": "Bearer kg_nope_nope"},
+        {"X-API-Key": secret + "x"},
+        {"Authorization": "Bearer x"},
+    ):
         wrong = httpx2.post(address, json=INITIALIZE, headers={**ACCEPT, **header})
         assert wrong.status_code == 401, header
         assert "not valid" in wrong.json()["detail"]
@@ -125,7 +158,9 @@ def test_a_request_without_a_valid_token_is_refused_before_any_mcp_handling(url,
     with pytest.raises(Exception):  # noqa: B017  (the SDK's error for a refused connection)
         call(address, "kg_nope_nope", "get_episodes")
     # The same request with the token is served.
-    good = httpx2.post(address, json=INITIALIZE, headers={**ACCEPT, "Authorization": f"Bearer {secret}"})
+    good = httpx2.post(
+        address, json=INITIALIZE, headers={**ACCEPT, "Authorization": f"Bearer {secret}"}
+    )
     assert good.status_code == 200 and good.json()["result"]["serverInfo"]["name"] == "kgapp"
 
 
@@ -141,7 +176,9 @@ def test_unknown_tenants_and_other_paths_look_the_same(url, editor, make_tenant)
     for path in ("/mcp/", "/mcp/t/", f"/mcp/t/{tenant.slug}/extra/"):
         assert httpx2.post(url + path, json=INITIALIZE, headers=headers).status_code == 404, path
     # The door checks the Host as Django does.
-    evil = httpx2.post(door(url, tenant.slug), json=INITIALIZE, headers={**headers, "Host": "evil.example"})
+    evil = httpx2.post(
+        door(url, tenant.slug), json=INITIALIZE, headers={**headers, "Host": "evil.example"}
+    )
     assert evil.status_code == 400
 
 
@@ -154,20 +191,40 @@ def test_a_memory_is_found_at_a_past_moment(url, editor) -> None:
     graph holds nothing."""
     tenant, secret = editor
     address = door(url, tenant.slug)
-    added = ok(call(address, secret, "add_memory", content="Alice works at Acme Corp.",
-                    reference_time="2024-01-15T00:00:00Z", name="hr note"))
+    added = ok(
+        call(
+            address,
+            secret,
+            "add_memory",
+            content="Alice works at Acme Corp.",
+            reference_time="2024-01-15T00:00:00Z",
+            name="hr note",
+        )
+    )
     assert added["episode_id"].startswith("episode:") and added["job"]["status"] == "completed"
     job = ok(call(address, secret, "job_status", job_id=added["job_id"]))["job"]
     assert job["status"] == "completed" and job["counts"]["episodes"] == 1
-    then = call(address, secret, "search_facts", query="Alice Acme Corp", as_of="2024-03-01T00:00:00Z")
+    then = call(
+        address, secret, "search_facts", query="Alice Acme Corp", as_of="2024-03-01T00:00:00Z"
+    )
     facts = ok(then)["facts"]
     assert any({f["source_name"], f["target_name"]} == {"Alice", "Acme Corp"} for f in facts), facts
     assert facts[0]["id"] in said(then) and "2024-01-15T00:00:00Z" in said(then)
-    before = ok(call(address, secret, "search_facts", query="Alice Acme Corp", as_of="2023-06-01T00:00:00Z"))
+    before = ok(
+        call(address, secret, "search_facts", query="Alice Acme Corp", as_of="2023-06-01T00:00:00Z")
+    )
     assert before["facts"] == []
     # True in March 2024, but the graph learned it only now: as known then, nothing.
-    unknown = ok(call(address, secret, "search_facts", query="Alice Acme Corp",
-                      as_of="2024-03-01T00:00:00Z", known_at="2024-03-01T00:00:00Z"))
+    unknown = ok(
+        call(
+            address,
+            secret,
+            "search_facts",
+            query="Alice Acme Corp",
+            as_of="2024-03-01T00:00:00Z",
+            known_at="2024-03-01T00:00:00Z",
+        )
+    )
     assert unknown["facts"] == []
 
 
@@ -175,27 +232,58 @@ def test_every_tool_works(url, editor) -> None:
     tenant, secret = editor
     address = door(url, tenant.slug)
     memory, bob_acme, bob_beta = calls(
-        address, secret,
-        ("add_memory", {"content": "alice: I joined Acme Corp in May.\ncarol: Welcome, Alice!",
-                        "source": "message", "reference_time": "2024-06-01T09:00:00Z",
-                        "saga": "onboarding chat", "source_description": "Slack"}),
-        ("add_fact", {"source": {"name": "Bob", "type": "Person"}, "relation": "works at",
-                      "target": {"name": "Acme Corp", "type": "Organization"},
-                      "valid_at": "2023-01-01T00:00:00Z"}),
-        ("add_fact", {"source": {"name": "Bob", "type": "Person"}, "relation": "works at",
-                      "target": {"name": "Beta Inc", "type": "Organization"},
-                      "valid_at": "2024-03-01T00:00:00Z", "fact": "Bob moved to Beta Inc."}),
+        address,
+        secret,
+        (
+            "add_memory",
+            {
+                "content": "alice: I joined Acme Corp in May.\ncarol: Welcome, Alice!",
+                "source": "message",
+                "reference_time": "2024-06-01T09:00:00Z",
+                "saga": "onboarding chat",
+                "source_description": "Slack",
+            },
+        ),
+        (
+            "add_fact",
+            {
+                "source": {"name": "Bob", "type": "Person"},
+                "relation": "works at",
+                "target": {"name": "Acme Corp", "type": "Organization"},
+                "valid_at": "2023-01-01T00:00:00Z",
+            },
+        ),
+        (
+            "add_fact",
+            {
+                "source": {"name": "Bob", "type": "Person"},
+                "relation": "works at",
+                "target": {"name": "Beta Inc", "type": "Organization"},
+                "valid_at": "2024-03-01T00:00:00Z",
+                "fact": "Bob moved to Beta Inc.",
+            },
+        ),
     )
     assert ok(memory)["job"]["status"] == "completed"
     acme, beta = ok(bob_acme)["fact"], ok(bob_beta)["fact"]
     assert ok(bob_acme)["created"] and acme["relation"] == "WORKS_AT"
-    again = ok(call(address, secret, "add_fact", source={"name": "Bob", "type": "Person"},
-                    relation="works at", target={"name": "Beta Inc", "type": "Organization"},
-                    valid_at="2024-03-01T00:00:00Z", fact="Bob moved to Beta Inc."))
+    again = ok(
+        call(
+            address,
+            secret,
+            "add_fact",
+            source={"name": "Bob", "type": "Person"},
+            relation="works at",
+            target={"name": "Beta Inc", "type": "Organization"},
+            valid_at="2024-03-01T00:00:00Z",
+            fact="Bob moved to Beta Inc.",
+        )
+    )
     assert not again["created"] and again["fact"]["id"] == beta["id"]
 
     entities, entity, fact, episodes, answer, changes = calls(
-        address, secret,
+        address,
+        secret,
         ("search_entities", {"query": "Bob"}),
         ("get_entity", {"entity_id": beta["source"], "as_of": "2023-06-01T00:00:00Z"}),
         ("get_fact", {"fact_id": beta["id"]}),
@@ -235,11 +323,17 @@ def test_a_viewer_reads_and_cannot_write(url, make_tenant, member) -> None:
     tenant = make_tenant()
     editor, viewer = token(member(tenant, Role.EDITOR)), token(member(tenant, Role.VIEWER))
     address = door(url, tenant.slug)
-    episode = ok(call(address, editor, "add_memory", content="Carol works at Initech."))["episode_id"]
+    episode = ok(call(address, editor, "add_memory", content="Carol works at Initech."))[
+        "episode_id"
+    ]
     writes = calls(
-        address, viewer,
+        address,
+        viewer,
         ("add_memory", {"content": "Mallory owns Initech."}),
-        ("add_fact", {"source": {"name": "Mallory"}, "relation": "owns", "target": {"name": "Initech"}}),
+        (
+            "add_fact",
+            {"source": {"name": "Mallory"}, "relation": "owns", "target": {"name": "Initech"}},
+        ),
         ("delete_episode", {"episode_id": episode}),
     )
     for result in writes:
@@ -256,24 +350,43 @@ def test_a_token_of_one_tenant_gets_nothing_of_another(url, make_tenant, member)
     secret, their_secret = token(attacker), token(member(theirs, Role.EDITOR))
     marker = "bonlymcp7"
     seeded = calls(
-        door(url, theirs.slug), their_secret,
+        door(url, theirs.slug),
+        their_secret,
         ("add_memory", {"content": f"Alice {marker} works at Acme Corp.", "saga": marker}),
-        ("add_fact", {"source": {"name": f"Quill {marker}"}, "relation": "owns",
-                      "target": {"name": f"Vault {marker}"}}),
+        (
+            "add_fact",
+            {
+                "source": {"name": f"Quill {marker}"},
+                "relation": "owns",
+                "target": {"name": f"Vault {marker}"},
+            },
+        ),
     )
     job, fact = ok(seeded[0])["job_id"], ok(seeded[1])["fact"]
-    ids = {"episode_id": ok(seeded[0])["episode_id"], "job_id": job, "fact_id": fact["id"],
-           "entity_id": fact["source"], "center_entity": fact["source"]}
+    ids = {
+        "episode_id": ok(seeded[0])["episode_id"],
+        "job_id": job,
+        "fact_id": fact["id"],
+        "entity_id": fact["source"],
+        "center_entity": fact["source"],
+    }
     before = graph_snapshot(theirs)
     # At the door: their slug, however spelt, is not found.
     with pytest.raises(Exception):  # noqa: B017
         call(door(url, theirs.slug), secret, "get_episodes")
     headers = {**ACCEPT, "Authorization": f"Bearer {secret}"}
     for slug in (theirs.slug, theirs.slug.upper(), theirs.namespace):
-        assert httpx2.post(door(url, slug), json=INITIALIZE, headers=headers).status_code in (400, 404)
+        assert httpx2.post(door(url, slug), json=INITIALIZE, headers=headers).status_code in (
+            400,
+            404,
+        )
     # Through my own door, every tool, with their ids and names.
-    tries = [(name, {**args, key: value}) for name, args in _minimal_arguments().items()
-             for key, value in ids.items() if key in args]
+    tries = [
+        (name, {**args, key: value})
+        for name, args in _minimal_arguments().items()
+        for key, value in ids.items()
+        if key in args
+    ]
     # Their names and ids, never the marker itself: an answer that holds it came from them.
     tries += [
         ("search_facts", {"query": "Quill owns Vault"}),
@@ -281,14 +394,24 @@ def test_a_token_of_one_tenant_gets_nothing_of_another(url, make_tenant, member)
         ("get_episodes", {}),
         ("ask", {"query": "What does Quill own?"}),
         ("diff", {"from_moment": "2000-01-01T00:00:00Z", "to_moment": "2100-01-01T00:00:00Z"}),
-        ("add_fact", {"source": {"name": ids["entity_id"]}, "relation": "knows",
-                      "target": {"name": "Quill"}, "fact": ids["fact_id"]}),
+        (
+            "add_fact",
+            {
+                "source": {"name": ids["entity_id"]},
+                "relation": "knows",
+                "target": {"name": "Quill"},
+                "fact": ids["fact_id"],
+            },
+        ),
         ("add_memory", {"content": f"Who is Quill? {ids['episode_id']}", "saga": ids["job_id"]}),
     ]
     assert {name for name, _ in tries} == TOOL_NAMES
     results = calls(door(url, mine.slug), secret, *tries)
     for (name, args), result in zip(tries, results, strict=True):
-        assert marker not in said(result) and marker not in repr(result.structured_content), (name, args)
+        assert marker not in said(result) and marker not in repr(result.structured_content), (
+            name,
+            args,
+        )
         assert "Internal error" not in said(result), (name, args)
     assert graph_snapshot(theirs) == before
 
@@ -313,11 +436,14 @@ def test_ask_counts_against_the_api_query_rate_limit(editor, settings) -> None:
     from kgapp.asgi import application
 
     api = Client(HTTP_AUTHORIZATION=f"Bearer {secret}").post(
-        f"/api/v1/t/{tenant.slug}/query", data={"query": "Who?"}, content_type="application/json")
+        f"/api/v1/t/{tenant.slug}/query", data={"query": "Who?"}, content_type="application/json"
+    )
     assert api.status_code == 200, api.content
     asked = async_to_sync(tool_calls)(
-        door(IN_PROCESS, tenant.slug), auth_headers(secret),
-        [("ask", {"query": "Who works where?"})] * 3, application,
+        door(IN_PROCESS, tenant.slug),
+        auth_headers(secret),
+        [("ask", {"query": "Who works where?"})] * 3,
+        application,
     )
     for result in asked[:2]:
         ok(result)
@@ -349,8 +475,6 @@ def test_the_graph_store_down_is_a_tool_error_that_says_to_retry(editor, setting
         refused(result, "unavailable right now; retry in a moment")
 
 
-
-
 def test_bad_arguments_are_tool_errors_a_model_can_act_on(url, editor) -> None:
     tenant, secret = editor
     address = door(url, tenant.slug)
@@ -360,31 +484,70 @@ def test_bad_arguments_are_tool_errors_a_model_can_act_on(url, editor) -> None:
         (("search_facts", {"query": ""}), ["query", "at least 1"]),
         (("search_facts", {}), ["query", "required"]),
         (("search_facts", {"query": "Alice", "as_of": "10000-01-01T00:00:00Z"}), ["as_of"]),
-        (("search_facts", {"query": "Alice", "as_of": "9999-12-31T23:00:00-05:00"}),
-         ["as_of", "0001-01-01T00:00:00Z to 9999-12-31T23:59:59.999999Z"]),
-        (("get_entity", {"entity_id": "entity:x", "known_at": "2024-01-01T00:00:00.1234567Z"}),
-         ["known_at", "microsecond"]),
-        (("diff", {"from_moment": "yesterday", "to_moment": "2024-01-01T00:00:00Z"}), ["from_moment"]),
+        (
+            ("search_facts", {"query": "Alice", "as_of": "9999-12-31T23:00:00-05:00"}),
+            ["as_of", "0001-01-01T00:00:00Z to 9999-12-31T23:59:59.999999Z"],
+        ),
+        (
+            ("get_entity", {"entity_id": "entity:x", "known_at": "2024-01-01T00:00:00.1234567Z"}),
+            ["known_at", "microsecond"],
+        ),
+        (
+            ("diff", {"from_moment": "yesterday", "to_moment": "2024-01-01T00:00:00Z"}),
+            ["from_moment"],
+        ),
         (("get_entity", {"entity_id": "entity:nobody"}), ["no entity entity:nobody"]),
         (("get_fact", {"fact_id": "entity:alice"}), ["is not a relates_to id"]),
         (("get_fact", {"fact_id": "relates_to:no-such"}), ["malformed key"]),
         (("job_status", {"job_id": "job:nothere"}), ["job:nothere"]),
         (("delete_episode", {"episode_id": "episode:nothere"}), ["episode:nothere"]),
-        (("search_facts", {"query": "Alice", "center_entity": "relates_to:x"}), ["is not a entity id"]),
+        (
+            ("search_facts", {"query": "Alice", "center_entity": "relates_to:x"}),
+            ["is not a entity id"],
+        ),
         (("get_episodes", {"document": "episode:x"}), ["is not a document id"]),
-        (("add_memory", {"content": "no speaker on this line", "source": "message"}),
-         ["Line 1 has no speaker"]),
+        (
+            ("add_memory", {"content": "no speaker on this line", "source": "message"}),
+            ["Line 1 has no speaker"],
+        ),
         (("add_memory", {"content": "x", "source": "email"}), ["source"]),
-        (("add_fact", {"source": {"name": "A"}, "relation": "knows", "target": {"name": "B"},
-                       "valid_at": "2024-01-01T00:00:00Z", "invalid_at": "2023-01-01T00:00:00Z"}),
-         ["invalid_at must be after valid_at"]),
-        (("add_fact", {"source": {"name": "Ann"}, "relation": "knows", "target": {"name": "Ann"}}),
-         ["two different entities"]),
-        (("add_fact", {"source": "Alice", "relation": "knows", "target": {"name": "B"}}), ["source"]),
+        (
+            (
+                "add_fact",
+                {
+                    "source": {"name": "A"},
+                    "relation": "knows",
+                    "target": {"name": "B"},
+                    "valid_at": "2024-01-01T00:00:00Z",
+                    "invalid_at": "2023-01-01T00:00:00Z",
+                },
+            ),
+            ["invalid_at must be after valid_at"],
+        ),
+        (
+            (
+                "add_fact",
+                {"source": {"name": "Ann"}, "relation": "knows", "target": {"name": "Ann"}},
+            ),
+            ["two different entities"],
+        ),
+        (
+            ("add_fact", {"source": "Alice", "relation": "knows", "target": {"name": "B"}}),
+            ["source"],
+        ),
         (("ask", {"query": "Who?", "mode": "psychic"}), ["mode"]),
         (("ask", {"query": "Who?", "max_total_tokens": 10}), ["max_total_tokens"]),
-        (("diff", {"from_moment": "2024-01-01T00:00:00Z", "to_moment": "2024-02-01T00:00:00Z",
-                   "axis": "sideways"}), ["axis"]),
+        (
+            (
+                "diff",
+                {
+                    "from_moment": "2024-01-01T00:00:00Z",
+                    "to_moment": "2024-02-01T00:00:00Z",
+                    "axis": "sideways",
+                },
+            ),
+            ["axis"],
+        ),
     ]
     results = calls(address, secret, *[made for made, _ in cases])
     for (made, words), result in zip(cases, results, strict=True):
@@ -397,8 +560,16 @@ def test_bad_arguments_are_tool_errors_a_model_can_act_on(url, editor) -> None:
 def test_the_injection_corpus_through_tool_arguments_runs_nothing(url, editor) -> None:
     tenant, secret = editor
     address = door(url, tenant.slug)
-    ok(call(address, secret, "add_fact", source={"name": "Alice", "type": "Person"},
-            relation="works at", target={"name": "Acme Corp"}))
+    ok(
+        call(
+            address,
+            secret,
+            "add_fact",
+            source={"name": "Alice", "type": "Person"},
+            relation="works at",
+            target={"name": "Acme Corp"},
+        )
+    )
     graph = tenant_graph(tenant)
     definitions = {"root": root_namespaces(), **_definitions(tenant)}
     ids = _ids(graph)
@@ -414,14 +585,30 @@ def test_the_injection_corpus_through_tool_arguments_runs_nothing(url, editor) -
             ("delete_episode", {"episode_id": payload}),
             ("job_status", {"job_id": payload}),
             ("ask", {"query": payload, "mode": "naive"}),
-            ("add_fact", {"source": {"name": payload, "type": "Person"}, "relation": "knows",
-                          "target": {"name": "Acme Corp"}, "fact": payload}),
-            ("add_memory", {"content": payload, "name": payload, "saga": payload,
-                            "source_description": payload}),
+            (
+                "add_fact",
+                {
+                    "source": {"name": payload, "type": "Person"},
+                    "relation": "knows",
+                    "target": {"name": "Acme Corp"},
+                    "fact": payload,
+                },
+            ),
+            (
+                "add_memory",
+                {
+                    "content": payload,
+                    "name": payload,
+                    "saga": payload,
+                    "source_description": payload,
+                },
+            ),
         ]
     results = calls(address, secret, *tries)  # a 5xx would raise here
     for (name, args), result in zip(tries, results, strict=True):
-        assert "Internal error" not in said(result) and "rejected the operation" not in said(result), (name, args)
+        assert "Internal error" not in said(result) and "rejected the operation" not in said(
+            result
+        ), (name, args)
     assert {"root": root_namespaces(), **_definitions(tenant)} == definitions
     assert ids <= _ids(graph)  # nothing that was there was deleted
 

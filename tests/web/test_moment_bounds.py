@@ -41,7 +41,9 @@ MOMENT_OPERATIONS = [op for op in operations(api_schema()) if op.moments()]
 def test_the_schema_lists_the_routes_that_take_moments() -> None:
     """The walk finds moments in query parameters and in bodies, nested ones too; if it
     found none, every case below would pass without trying anything."""
-    found = {f"{op.key} {'.'.join(map(str, m.path))}" for op in MOMENT_OPERATIONS for m in op.moments()}
+    found = {
+        f"{op.key} {'.'.join(map(str, m.path))}" for op in MOMENT_OPERATIONS for m in op.moments()
+    }
     assert "GET /api/v1/t/{tenant}/graph/diff from" in found
     assert "GET /api/v1/t/{tenant}/graph/diff.csv to" in found
     assert "POST /api/v1/t/{tenant}/facts valid_at" in found
@@ -62,7 +64,13 @@ def test_moments_at_the_ends_answer_as_ordinary_ones_and_past_them_422(
         for value in AT_THE_ENDS:
             answer = _send(client, op, tenant.slug, moment, value, choice)
             assert answer.status_code == ordinary.status_code, (
-                op.key, moment.path, choice, value, answer.status_code, answer.content[:300])
+                op.key,
+                moment.path,
+                choice,
+                value,
+                answer.status_code,
+                answer.content[:300],
+            )
         for value in PAST_THE_ENDS:
             answer = _send(client, op, tenant.slug, moment, value, choice)
             assert answer.status_code == 422, (op.key, moment.path, value, answer.content[:300])
@@ -71,9 +79,7 @@ def test_moments_at_the_ends_answer_as_ordinary_ones_and_past_them_422(
 
 def _choices(op: Operation) -> list[dict[str, Any]]:
     """The defaults, then each value of each enum query parameter (a diff's two axes)."""
-    return [{}] + [
-        {p.name: value} for p in op.query_params() for value in p.schema.get("enum", ())
-    ]
+    return [{}] + [{p.name: value} for p in op.query_params() for value in p.schema.get("enum", ())]
 
 
 _NUMBERS = itertools.count(1)

@@ -36,8 +36,11 @@ def assert_limited(response, *words: str, within: int) -> str:
     assert response.status_code == 429, response.content[:500]
     wait = int(response["Retry-After"])
     assert 1 <= wait <= within
-    text = response.json()["detail"] if response["Content-Type"].startswith("application/json") \
+    text = (
+        response.json()["detail"]
+        if response["Content-Type"].startswith("application/json")
         else response.content.decode()
+    )
     assert f"retry in {wait} s" in text
     for word in words:
         assert word in text
@@ -78,7 +81,9 @@ def test_login_locks_the_account_then_even_the_right_password_waits(limits, make
     assert_limited(admin, "per account", within=3600)
     # Another account is not locked.
     other = Client()
-    ok = other.post("/accounts/login/", {"username": bob.username, "password": "pw-" + bob.username})
+    ok = other.post(
+        "/accounts/login/", {"username": bob.username, "password": "pw-" + bob.username}
+    )
     assert ok.status_code == 302 and logged_in(other)
 
 
@@ -118,8 +123,12 @@ def test_token_creation_is_limited_per_user(limits, make_user, token_client) -> 
     browser.force_login(dave)
     body = {"data": json.dumps({"name": "ci"}), "content_type": "application/json"}
     assert [browser.post("/api/v1/tokens", **body).status_code for _ in range(2)] == [201, 201]
-    assert_limited(browser.post("/api/v1/tokens", **body), "Too many token create requests",
-                   "2 per hour per user", within=3600)
+    assert_limited(
+        browser.post("/api/v1/tokens", **body),
+        "Too many token create requests",
+        "2 per hour per user",
+        within=3600,
+    )
     # A token cannot create tokens at all (tests/tenants/test_api_access.py).
     assert token_client(dave).post("/api/v1/tokens", **body).status_code == 403
     assert ApiToken.objects.filter(user=dave, name="ci").count() == 2
@@ -139,27 +148,34 @@ def test_uploads_are_limited(limits, make_tenant, member, token_client, eager) -
 
     # Estimates (the uploads page asks for one before each file) have their own budget.
     assert [upload(n, "?dry_run=true").status_code for n in range(3)] == [200, 200, 200]
-    assert_limited(upload(3, "?dry_run=true"), "Too many estimate requests", "3 per hour", within=3600)
+    assert_limited(
+        upload(3, "?dry_run=true"), "Too many estimate requests", "3 per hour", within=3600
+    )
     assert [upload(n).status_code for n in range(2)] == [202, 202]
     assert_limited(upload(3), "Too many upload requests", "2 per hour", within=3600)
     assert len(client.get(f"/api/v1/t/{tenant.slug}/documents").json()) == 2
 
 
-def test_queries_are_limited_per_token_and_per_user(limits, make_tenant, member, token_client) -> None:
+def test_queries_are_limited_per_token_and_per_user(
+    limits, make_tenant, member, token_client
+) -> None:
     limits(query="3/h", query_token="2/h")
     tenant = make_tenant()
     frank = member(tenant)
     first, second = token_client(frank), token_client(frank)
     assert [query(first, tenant.slug).status_code for _ in range(2)] == [200, 200]
-    assert_limited(query(first, tenant.slug), "Too many query requests", "2 per hour per token",
-                   within=3600)
+    assert_limited(
+        query(first, tenant.slug), "Too many query requests", "2 per hour per token", within=3600
+    )
     # Another token of Frank's has its own 2, but Frank as a whole has 3 (the refused
     # request above counted too).
     assert_limited(query(second, tenant.slug), "3 per hour per user", within=3600)
     assert query(token_client(member(tenant)), tenant.slug).status_code == 200
 
 
-def test_limits_are_counted_in_redis_when_configured(limits, settings, make_tenant, member, token_client) -> None:
+def test_limits_are_counted_in_redis_when_configured(
+    limits, settings, make_tenant, member, token_client
+) -> None:
     limits(query="1/h")
     settings.CACHES = {
         "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}
@@ -173,11 +189,15 @@ def test_limits_are_counted_in_redis_when_configured(limits, settings, make_tena
     assert len(counters) == 2  # the user's and the token's
 
 
-def test_a_cache_that_is_down_does_not_lock_everyone_out(limits, settings, make_tenant, member, token_client) -> None:
+def test_a_cache_that_is_down_does_not_lock_everyone_out(
+    limits, settings, make_tenant, member, token_client
+) -> None:
     limits(query="1/h")
     settings.CACHES = {
-        "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache",
-                    "LOCATION": "redis://127.0.0.1:1/0"}
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": "redis://127.0.0.1:1/0",
+        }
     }
     tenant = make_tenant()
     client = token_client(member(tenant))

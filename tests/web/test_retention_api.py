@@ -35,8 +35,12 @@ def aged_tenant(tenant: Tenant, client) -> None:
     base = f"/api/v1/t/{tenant.slug}"
     alice = {"name": "Alice", "type": "Person"}
     for org, when in (("Acme", "2023-01-01T00:00:00Z"), ("Beta", "2024-01-01T00:00:00Z")):
-        body = {"source": alice, "relation": "WORKS_AT", "target": {"name": org, "type": "Organization"},
-                "valid_at": when}
+        body = {
+            "source": alice,
+            "relation": "WORKS_AT",
+            "target": {"name": org, "type": "Organization"},
+            "valid_at": when,
+        }
         assert post(client, f"{base}/facts", body).status_code == 201
     assert post(client, f"{base}/episodes", {"content": "Zed met Alice."}).status_code == 202
     assert post(client, f"{base}/episodes", {"content": "Alice is well."}).status_code == 202
@@ -63,8 +67,10 @@ def test_the_owner_previews_sets_runs_and_downloads(
     base = f"/api/v1/t/{tenant.slug}/retention"
     got = owner.get(base)
     assert got.status_code == 200
-    assert got.json() == {"policy": {"mode": "keep_all", "facts_ended_days": None, "episodes_days": None},
-                          "history": []}
+    assert got.json() == {
+        "policy": {"mode": "keep_all", "facts_ended_days": None, "episodes_days": None},
+        "history": [],
+    }
     before = tenant_graph(tenant).query("SELECT id FROM relates_to; SELECT id FROM episode;")
 
     # The saved policy keeps everything; a proposed one is previewed before switching on.
@@ -72,12 +78,19 @@ def test_the_owner_previews_sets_runs_and_downloads(
     preview = owner.get(f"{base}/preview", DROP)
     assert preview.status_code == 200, preview.content
     # The old episode's fact (Zed met Alice) is current: it stays, without that episode.
-    assert preview.json()["counts"] == {"facts": 1, "episodes": 1, "documents": 0, "entities": 0,
-                                        "facts_unlinked": 1}
+    assert preview.json()["counts"] == {
+        "facts": 1,
+        "episodes": 1,
+        "documents": 0,
+        "entities": 0,
+        "facts_unlinked": 1,
+    }
     assert [e["excerpt"] for e in preview.json()["sample"]["episodes"]] == ["Zed met Alice."]
     retired = preview.json()["sample"]["facts"]
     assert [f["target_name"] for f in retired] == ["Acme"] and retired[0]["expired_at"]
-    assert tenant_graph(tenant).query("SELECT id FROM relates_to; SELECT id FROM episode;") == before
+    assert (
+        tenant_graph(tenant).query("SELECT id FROM relates_to; SELECT id FROM episode;") == before
+    )
     assert owner.post(f"{base}/run").status_code == 422  # nothing to apply yet
 
     saved = put(owner, base, DROP)
@@ -130,16 +143,22 @@ def test_below_owner_cannot_set_preview_run_or_download(
     name = owner.get(f"{base}/archives").json()[0]["name"]
     other = token_client(member(tenant, role))
     assert other.get(base).status_code == 200  # members may read the policy
-    for response in (put(other, base, {"mode": "keep_all"}), other.post(f"{base}/run"),
-                     other.get(f"{base}/preview", DROP), other.get(f"{base}/archives"),
-                     other.get(f"{base}/archives/{name}")):
+    for response in (
+        put(other, base, {"mode": "keep_all"}),
+        other.post(f"{base}/run"),
+        other.get(f"{base}/preview", DROP),
+        other.get(f"{base}/archives"),
+        other.get(f"{base}/archives/{name}"),
+    ):
         assert response.status_code == 403, response.content
         assert "owner" in response.json()["detail"]
     tenant.refresh_from_db()
     assert tenant.retention_mode == "drop"
 
 
-def test_another_tenants_owner_sees_nothing(make_tenant, member, token_client, eager, archives) -> None:
+def test_another_tenants_owner_sees_nothing(
+    make_tenant, member, token_client, eager, archives
+) -> None:
     tenant, stranger_tenant = make_tenant(), make_tenant()
     owner = token_client(member(tenant, Role.OWNER))
     aged_tenant(tenant, owner)
@@ -148,9 +167,14 @@ def test_another_tenants_owner_sees_nothing(make_tenant, member, token_client, e
     assert owner.post(f"{base}/run").status_code == 202
     name = owner.get(f"{base}/archives").json()[0]["name"]
     stranger = token_client(member(stranger_tenant, Role.OWNER))
-    for response in (stranger.get(base), put(stranger, base, {"mode": "keep_all"}),
-                     stranger.get(f"{base}/preview"), stranger.post(f"{base}/run"),
-                     stranger.get(f"{base}/archives"), stranger.get(f"{base}/archives/{name}")):
+    for response in (
+        stranger.get(base),
+        put(stranger, base, {"mode": "keep_all"}),
+        stranger.get(f"{base}/preview"),
+        stranger.post(f"{base}/run"),
+        stranger.get(f"{base}/archives"),
+        stranger.get(f"{base}/archives/{name}"),
+    ):
         assert response.status_code == 404
     # Its own tenant's routes do not reach the other's archives either.
     own = f"/api/v1/t/{stranger_tenant.slug}/retention"
@@ -160,11 +184,20 @@ def test_another_tenants_owner_sees_nothing(make_tenant, member, token_client, e
     assert tenant.retention_mode == "drop"
 
 
-@pytest.mark.parametrize("name", [
-    "..", "../retention", "..%2F..%2Fkgapp.sqlite3", "retention-20240101T000000Z-deadbeef.jsonl.gz",
-    "%2Fetc%2Fpasswd", "x.partial",
-])
-def test_archive_names_outside_the_list_are_404(name, make_tenant, member, token_client, archives) -> None:
+@pytest.mark.parametrize(
+    "name",
+    [
+        "..",
+        "../retention",
+        "..%2F..%2Fkgapp.sqlite3",
+        "retention-20240101T000000Z-deadbeef.jsonl.gz",
+        "%2Fetc%2Fpasswd",
+        "x.partial",
+    ],
+)
+def test_archive_names_outside_the_list_are_404(
+    name, make_tenant, member, token_client, archives
+) -> None:
     tenant = make_tenant()
     owner = token_client(member(tenant, Role.OWNER))
     (archives / tenant.namespace).mkdir(parents=True)
@@ -175,14 +208,19 @@ def test_archive_names_outside_the_list_are_404(name, make_tenant, member, token
     assert b"secret" not in b"".join(getattr(response, "streaming_content", [response.content]))
 
 
-@pytest.mark.parametrize(("body", "message"), [
-    ({"mode": "drop"}, "needs facts_ended_days or episodes_days"),
-    ({"mode": "drop", "episodes_days": 0}, "between 1 and 36500"),
-    ({"mode": "drop", "facts_ended_days": 99999999}, "between 1 and 36500"),
-    ({"mode": "purge"}, "mode"),
-    ({"mode": "drop", "episodes_days": "soon"}, "episodes_days"),
-])
-def test_bad_policies_get_422_with_a_reason(body, message, make_tenant, member, token_client) -> None:
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ({"mode": "drop"}, "needs facts_ended_days or episodes_days"),
+        ({"mode": "drop", "episodes_days": 0}, "between 1 and 36500"),
+        ({"mode": "drop", "facts_ended_days": 99999999}, "between 1 and 36500"),
+        ({"mode": "purge"}, "mode"),
+        ({"mode": "drop", "episodes_days": "soon"}, "episodes_days"),
+    ],
+)
+def test_bad_policies_get_422_with_a_reason(
+    body, message, make_tenant, member, token_client
+) -> None:
     tenant = make_tenant()
     owner = token_client(member(tenant, Role.OWNER))
     base = f"/api/v1/t/{tenant.slug}/retention"
@@ -194,7 +232,9 @@ def test_bad_policies_get_422_with_a_reason(body, message, make_tenant, member, 
     assert tenant.retention_mode == "keep_all"
 
 
-def test_beat_runs_only_tenants_with_a_policy(make_tenant, member, token_client, eager, archives) -> None:
+def test_beat_runs_only_tenants_with_a_policy(
+    make_tenant, member, token_client, eager, archives
+) -> None:
     dropping, keeping = make_tenant(), make_tenant()
     for tenant in (dropping, keeping):
         aged_tenant(tenant, token_client(member(tenant, Role.OWNER)))
@@ -204,5 +244,7 @@ def test_beat_runs_only_tenants_with_a_policy(make_tenant, member, token_client,
     runs = tenant_graph(dropping).query("SELECT * FROM audit WHERE action = 'retention_run'")[0]
     assert len(runs) == 1 and runs[0]["actor"] == "schedule"
     assert runs[0]["after"]["counts"]["facts"] == 1
-    assert tenant_graph(keeping).query("SELECT * FROM audit WHERE action = 'retention_run'")[0] == []
+    assert (
+        tenant_graph(keeping).query("SELECT * FROM audit WHERE action = 'retention_run'")[0] == []
+    )
     assert "Zed met Alice." in tenant_graph(keeping).query("SELECT VALUE content FROM episode")[0]

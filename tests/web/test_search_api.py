@@ -22,13 +22,25 @@ def two_tenants(make_tenant, member, token_client):
         client = token_client(member(tenant, Role.EDITOR))
         base = f"/api/v1/t/{tenant.slug}"
         for body in (
-            {"source": {"name": "Alice", "type": "Person"}, "relation": "WORKS_AT",
-             "target": {"name": "Acme Corp", "type": "Organization"}, "valid_at": "2024-01-15T00:00:00Z"},
-            {"source": {"name": "Alice", "type": "Person"}, "relation": "WORKS_AT",
-             "target": {"name": "Gamma LLC" if gamma else "Beta Inc", "type": "Organization"},
-             "valid_at": "2024-02-01T00:00:00Z"},
+            {
+                "source": {"name": "Alice", "type": "Person"},
+                "relation": "WORKS_AT",
+                "target": {"name": "Acme Corp", "type": "Organization"},
+                "valid_at": "2024-01-15T00:00:00Z",
+            },
+            {
+                "source": {"name": "Alice", "type": "Person"},
+                "relation": "WORKS_AT",
+                "target": {"name": "Gamma LLC" if gamma else "Beta Inc", "type": "Organization"},
+                "valid_at": "2024-02-01T00:00:00Z",
+            },
         ):
-            assert client.post(f"{base}/facts", data=json.dumps(body), content_type="application/json").status_code == 201
+            assert (
+                client.post(
+                    f"{base}/facts", data=json.dumps(body), content_type="application/json"
+                ).status_code
+                == 201
+            )
         made.append((tenant, client, base))
     return made
 
@@ -55,11 +67,15 @@ def test_point_in_time_facts_through_the_api(two_tenants) -> None:
 
 def test_search_as_of_and_validation(two_tenants) -> None:
     (_, client, base), _ = two_tenants
+
     def post(body):
         return client.post(f"{base}/search", data=json.dumps(body), content_type="application/json")
+
     now = post({"query": "Alice works at", "scopes": ["facts"]}).json()
     assert [f["target_name"] for f in now["facts"]] == ["Beta Inc"]
-    past = post({"query": "Alice works at", "scopes": ["facts"], "as_of": "2024-01-20T00:00:00Z"}).json()
+    past = post(
+        {"query": "Alice works at", "scopes": ["facts"], "as_of": "2024-01-20T00:00:00Z"}
+    ).json()
     assert [f["target_name"] for f in past["facts"]] == ["Acme Corp"]
     for hostile in ["'; REMOVE TABLE entity; --", "@@ @1@ ⟩ SELECT * FROM entity", "🚀" * 50]:
         response = post({"query": hostile})
@@ -90,15 +106,27 @@ def test_no_route_shows_another_tenants_data(two_tenants) -> None:
     assert client_a.get(f"{base_a}/facts/{fact_b}/history").status_code == 404
     for route in (f"{base_a}/entities?q=gamma", f"{base_a}/entities?q=Gamma%20LLC"):
         assert all(e["name"] != "Gamma LLC" for e in client_a.get(route).json())
-    results = client_a.post(f"{base_a}/search", data=json.dumps(
-        {"query": "Gamma", "scopes": ["facts", "entities", "episodes"], "methods": ["bm25", "cosine"]}),
-        content_type="application/json").json()
+    results = client_a.post(
+        f"{base_a}/search",
+        data=json.dumps(
+            {
+                "query": "Gamma",
+                "scopes": ["facts", "entities", "episodes"],
+                "methods": ["bm25", "cosine"],
+            }
+        ),
+        content_type="application/json",
+    ).json()
     flat = json.dumps(results)
     assert "Gamma" not in flat
     # And B's token cannot use A's routes at all.
     assert client_b.get(f"{base_a}/entities?q=ali").status_code == 404
-    assert client_b.post(f"{base_a}/search", data=json.dumps({"query": "Alice"}),
-                         content_type="application/json").status_code == 404
+    assert (
+        client_b.post(
+            f"{base_a}/search", data=json.dumps({"query": "Alice"}), content_type="application/json"
+        ).status_code
+        == 404
+    )
 
 
 def test_graph_elements_carry_the_whole_history(two_tenants) -> None:
@@ -131,20 +159,28 @@ def test_search_filters_and_recipes(two_tenants) -> None:
     (_, client, base), _ = two_tenants
 
     def post(body):
-        response = client.post(f"{base}/search", data=json.dumps(body), content_type="application/json")
+        response = client.post(
+            f"{base}/search", data=json.dumps(body), content_type="application/json"
+        )
         assert response.status_code == 200, response.content
         return response.json()
 
     assert post({"query": "Alice", "relations": ["knows"], "scopes": ["facts"]})["facts"] == []
-    assert [f["relation"] for f in post({"query": "Alice", "relations": ["works at"],
-                                         "scopes": ["facts"]})["facts"]] == ["WORKS_AT"]
-    organisations = post({"query": "Beta Inc Alice", "scopes": ["entities"],
-                          "entity_types": ["Organization"]})["entities"]
+    assert [
+        f["relation"]
+        for f in post({"query": "Alice", "relations": ["works at"], "scopes": ["facts"]})["facts"]
+    ] == ["WORKS_AT"]
+    organisations = post(
+        {"query": "Beta Inc Alice", "scopes": ["entities"], "entity_types": ["Organization"]}
+    )["entities"]
     assert organisations and all(e["entity_type"] == "Organization" for e in organisations)
     recipe = post({"query": "Beta", "recipe": "entity_rrf"})
     assert recipe["facts"] == [] and recipe["entities"]
-    bad = client.post(f"{base}/search", data=json.dumps({"query": "x", "recipe": "nope"}),
-                      content_type="application/json")
+    bad = client.post(
+        f"{base}/search",
+        data=json.dumps({"query": "x", "recipe": "nope"}),
+        content_type="application/json",
+    )
     assert bad.status_code == 422
 
 
@@ -158,17 +194,30 @@ def test_cross_encoder_reranks_through_the_model(two_tenants, scripted_llm, sett
     assert unavailable.status_code == 422 and "needs a model" in unavailable.json()["detail"]
 
     def rank(body):
-        passages = json.loads(body["messages"][-1]["content"].split("<passages>\n")[1].split("\n</passages>")[0])
+        passages = json.loads(
+            body["messages"][-1]["content"].split("<passages>\n")[1].split("\n</passages>")[0]
+        )
         # The scripted judge prefers passages that mention Acme.
-        return {"passages": [{"index": p["index"], "relevance": 0.9 if "Acme" in p["text"] else 0.2}
-                             for p in passages]}
+        return {
+            "passages": [
+                {"index": p["index"], "relevance": 0.9 if "Acme" in p["text"] else 0.2}
+                for p in passages
+            ]
+        }
 
     scripted_llm.on_chat(rank)
     settings.OPENAI_BASE_URL = scripted_llm.base_url
     settings.OPENAI_API_KEY = "test"
     settings.LLM_MAX_RETRIES = 0
-    response = post({"query": "Alice", "scopes": ["entities"], "methods": ["bm25", "cosine"],
-                     "reranker": "cross_encoder", "limit": 3})
+    response = post(
+        {
+            "query": "Alice",
+            "scopes": ["entities"],
+            "methods": ["bm25", "cosine"],
+            "reranker": "cross_encoder",
+            "limit": 3,
+        }
+    )
     assert response.status_code == 200, response.content
     entities = response.json()["entities"]
     assert entities[0]["name"] == "Acme Corp" and entities[0]["score"] == 0.9
@@ -181,7 +230,9 @@ def test_query_modes_assemble_context_as_of(two_tenants, mode) -> None:
     (_, client, base), _ = two_tenants
 
     def ask(body):
-        response = client.post(f"{base}/query", data=json.dumps(body), content_type="application/json")
+        response = client.post(
+            f"{base}/query", data=json.dumps(body), content_type="application/json"
+        )
         assert response.status_code == 200, response.content
         return response.json()
 
@@ -201,8 +252,14 @@ def test_query_budgets_and_answers(two_tenants, scripted_llm, settings) -> None:
     def ask(body):
         return client.post(f"{base}/query", data=json.dumps(body), content_type="application/json")
 
-    tight = ask({"query": "Alice", "max_total_tokens": 100, "max_entity_tokens": 50,
-                 "max_relation_tokens": 50}).json()
+    tight = ask(
+        {
+            "query": "Alice",
+            "max_total_tokens": 100,
+            "max_entity_tokens": 50,
+            "max_relation_tokens": 50,
+        }
+    ).json()
     assert count_tokens(tight["context_text"]) <= 100
     naive = ask({"query": "Alice", "mode": "naive"}).json()
     assert naive["facts"] == [] and naive["entities"] == []
@@ -214,10 +271,18 @@ def test_query_budgets_and_answers(two_tenants, scripted_llm, settings) -> None:
         if task == "query_keywords":
             return {"high_level": ["employment"], "low_level": ["Alice"]}
         context = body["messages"][-1]["content"]
-        return {"answer": "Beta Inc" if "Alice WORKS_AT Beta Inc [since 1 February 2024]" in context else "unknown"}
+        return {
+            "answer": "Beta Inc"
+            if "Alice WORKS_AT Beta Inc [since 1 February 2024]" in context
+            else "unknown"
+        }
 
     scripted_llm.on_chat(model)
-    settings.OPENAI_BASE_URL, settings.OPENAI_API_KEY, settings.LLM_MAX_RETRIES = scripted_llm.base_url, "t", 0
+    settings.OPENAI_BASE_URL, settings.OPENAI_API_KEY, settings.LLM_MAX_RETRIES = (
+        scripted_llm.base_url,
+        "t",
+        0,
+    )
     answered = ask({"query": "Where does Alice work?", "answer": True})
     assert answered.status_code == 200, answered.content
     assert answered.json()["answer"] == "Beta Inc"
@@ -227,11 +292,15 @@ def test_query_budgets_and_answers(two_tenants, scripted_llm, settings) -> None:
 def test_layout_positions_for_large_graphs(two_tenants, make_user, token_client) -> None:
     (_, client, base), _ = two_tenants
     edges = [[i, (i + 1) % 1500] for i in range(1500)] + [[i, (i * 7) % 1500] for i in range(1500)]
-    placed = client.post(f"{base}/layout", data=json.dumps({"count": 1500, "edges": edges}),
-                         content_type="application/json")
+    placed = client.post(
+        f"{base}/layout",
+        data=json.dumps({"count": 1500, "edges": edges}),
+        content_type="application/json",
+    )
     assert placed.status_code == 200
     positions = placed.json()["positions"]
     assert len(positions) == 1500 and len({tuple(p) for p in positions}) == 1500
+
     # Linked nodes sit nearer each other than unlinked ones, and edges are drawable.
     def median_length(pairs):
         lengths = sorted(math.dist(positions[a], positions[b]) for a, b in pairs if a != b)
@@ -239,15 +308,27 @@ def test_layout_positions_for_large_graphs(two_tenants, make_user, token_client)
 
     unlinked = [(i, (i * 389 + 17) % 1500) for i in range(1500)]
     assert 45 < median_length(edges) < 0.8 * median_length(unlinked)
-    bad = client.post(f"{base}/layout", data=json.dumps({"count": 2, "edges": [[0, 5]]}),
-                      content_type="application/json")
+    bad = client.post(
+        f"{base}/layout",
+        data=json.dumps({"count": 2, "edges": [[0, 5]]}),
+        content_type="application/json",
+    )
     assert bad.status_code == 422 and "node numbers" in str(bad.json()["detail"])
-    flat = client.post(f"{base}/layout", data=json.dumps({"count": 2, "edges": [], "aspect": 0}),
-                       content_type="application/json")
+    flat = client.post(
+        f"{base}/layout",
+        data=json.dumps({"count": 2, "edges": [], "aspect": 0}),
+        content_type="application/json",
+    )
     assert flat.status_code == 422 and "aspect" in str(flat.json()["detail"])
     stranger = token_client(make_user())
-    assert stranger.post(f"{base}/layout", data=json.dumps({"count": 1, "edges": []}),
-                         content_type="application/json").status_code == 404
+    assert (
+        stranger.post(
+            f"{base}/layout",
+            data=json.dumps({"count": 1, "edges": []}),
+            content_type="application/json",
+        ).status_code
+        == 404
+    )
 
 
 def test_a_curator_pins_an_entity_into_the_first_view(two_tenants, member, token_client) -> None:
@@ -256,27 +337,46 @@ def test_a_curator_pins_an_entity_into_the_first_view(two_tenants, member, token
     pin = f"{base}/entities/{acme}/pin"
 
     def first(limit: int = 1) -> list[str]:
-        return [n["data"]["label"] for n in client.get(f"{base}/graph?limit={limit}").json()["nodes"]]
+        return [
+            n["data"]["label"] for n in client.get(f"{base}/graph?limit={limit}").json()["nodes"]
+        ]
 
     assert first()[0] == "Alice"  # the most salient: two facts, a proper name
     # Editors upload; pins are a curator's.
-    assert client.post(pin, data=json.dumps({"pinned": True}),
-                       content_type="application/json").status_code == 403
+    assert (
+        client.post(
+            pin, data=json.dumps({"pinned": True}), content_type="application/json"
+        ).status_code
+        == 403
+    )
     curator = token_client(member(tenant, Role.CURATOR))
     answer = curator.post(pin, data=json.dumps({"pinned": True}), content_type="application/json")
     assert answer.status_code == 200 and answer.json()["pinned"] is True
     assert first()[0] == "Acme Corp"
     assert client.get(f"{base}/entities/{acme}").json()["pinned"] is True
-    node = next(n["data"] for n in client.get(f"{base}/graph").json()["nodes"] if n["data"]["id"] == acme)
+    node = next(
+        n["data"] for n in client.get(f"{base}/graph").json()["nodes"] if n["data"]["id"] == acme
+    )
     assert node["pinned"] and node["salience"] >= 1000
     # Unpinned, it takes its place again; a bad body or an unknown entity is refused.
     curator.post(pin, data=json.dumps({"pinned": False}), content_type="application/json")
     assert first()[0] == "Alice"
-    assert curator.post(pin, data=json.dumps({"pinned": "yes please"}),
-                        content_type="application/json").status_code == 422
-    missing = curator.post(f"{base}/entities/entity:nobody/pin", data=json.dumps({"pinned": True}),
-                           content_type="application/json")
+    assert (
+        curator.post(
+            pin, data=json.dumps({"pinned": "yes please"}), content_type="application/json"
+        ).status_code
+        == 422
+    )
+    missing = curator.post(
+        f"{base}/entities/entity:nobody/pin",
+        data=json.dumps({"pinned": True}),
+        content_type="application/json",
+    )
     assert missing.status_code == 404 and "no entity" in missing.json()["detail"]
     # Another tenant's curator cannot reach this one's entities.
-    assert client_b.post(pin, data=json.dumps({"pinned": True}),
-                         content_type="application/json").status_code == 404
+    assert (
+        client_b.post(
+            pin, data=json.dumps({"pinned": True}), content_type="application/json"
+        ).status_code
+        == 404
+    )

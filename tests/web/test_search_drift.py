@@ -77,10 +77,24 @@ def test_deletes_merges_and_recreations_reach_search(
     assert "Quillfeather Labs" in names(client, base, "Quillfeather")
 
     # Merged: the absorbed entity is no longer found under its own record.
-    post(client, f"{base}/facts", {"source": {"name": "Ilse Morrow", "type": "Person"},
-                                   "relation": "LIVES_IN", "target": {"name": "Quillton", "type": "Location"}})
-    post(client, f"{base}/facts", {"source": {"name": "Ilse Morrow", "type": "Person"},
-                                   "relation": "VISITED", "target": {"name": "Quill Town", "type": "Location"}})
+    post(
+        client,
+        f"{base}/facts",
+        {
+            "source": {"name": "Ilse Morrow", "type": "Person"},
+            "relation": "LIVES_IN",
+            "target": {"name": "Quillton", "type": "Location"},
+        },
+    )
+    post(
+        client,
+        f"{base}/facts",
+        {
+            "source": {"name": "Ilse Morrow", "type": "Person"},
+            "relation": "VISITED",
+            "target": {"name": "Quill Town", "type": "Location"},
+        },
+    )
     listed = {e["name"]: e["id"] for e in client.get(f"{base}/entities", {"q": "Quill"}).json()}
     assert {"Quillton", "Quill Town"} <= set(listed), listed
     burst_of_job_changes(client, base, 12)

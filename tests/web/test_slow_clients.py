@@ -209,8 +209,13 @@ def test_a_body_just_under_the_limit_reaches_the_app(address: Address) -> None:
     with socket.create_connection(address) as sock:
         started = time.monotonic()
         sock.sendall(
-            head("POST", "/api/v1/t/nobody/episodes", "Content-Type: application/json",
-                 f"Content-Length: {len(body)}") + body
+            head(
+                "POST",
+                "/api/v1/t/nobody/episodes",
+                "Content-Type: application/json",
+                f"Content-Length: {len(body)}",
+            )
+            + body
         )
         answer = read_answer(sock, started, f"POST of {len(body)} bytes", 10)
     assert answer.status in APP_REFUSALS, answer
@@ -223,8 +228,12 @@ def test_an_upload_that_keeps_arriving_past_the_read_timeout_reaches_the_app(
     with socket.create_connection(address) as sock:
         started = time.monotonic()
         sock.sendall(
-            head("POST", "/api/v1/t/nobody/episodes", "Content-Type: application/json",
-                 f"Content-Length: {len(body)}")
+            head(
+                "POST",
+                "/api/v1/t/nobody/episodes",
+                "Content-Type: application/json",
+                f"Content-Length: {len(body)}",
+            )
         )
         for offset in range(0, len(body), 512):
             time.sleep(0.1)

@@ -22,7 +22,9 @@ def page(user, url: str) -> str:
 def test_a_member_of_several_tenants_switches_between_them_on_the_same_page(
     make_tenant, member
 ) -> None:
-    first, second, other = (make_tenant(name=n) for n in ("Atlas Team", "Borealis Team", "Cobalt Team"))
+    first, second, other = (
+        make_tenant(name=n) for n in ("Atlas Team", "Borealis Team", "Cobalt Team")
+    )
     user = member(first, Role.VIEWER)
     services.membership_set(tenant=second, user=user, role=Role.EDITOR)
     html = page(user, f"/t/{first.slug}/uploads")

@@ -51,6 +51,4 @@ TABLES: tuple[ExportTable, ...] = (
 )
 BY_NAME = {table.name: table for table in TABLES}
 ORDER = {table.name: position for position, table in enumerate(TABLES)}
-NOT_EXPORTED = frozenset(
-    {"llm_cache", "schema_migration", "entity_mentions", "entity_standing"}
-)
+NOT_EXPORTED = frozenset({"llm_cache", "schema_migration", "entity_mentions", "entity_standing"})

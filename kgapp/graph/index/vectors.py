@@ -31,8 +31,14 @@ OVERSAMPLE = 2.0  # the graph is asked for this many more than survive the mask,
 
 
 def new_graph(width: int) -> Index:
-    return Index(ndim=width, metric=MetricKind.IP, dtype="f16", connectivity=16,
-                 expansion_add=128, expansion_search=64)
+    return Index(
+        ndim=width,
+        metric=MetricKind.IP,
+        dtype="f16",
+        connectivity=16,
+        expansion_add=128,
+        expansion_search=64,
+    )
 
 
 def view_graph(path: Path) -> Index | None:
@@ -90,10 +96,12 @@ def _exact(
     if not len(rows) or not limit:
         return []
     chosen = vectors[rows]
-    matches = exact_search(chosen, query, min(limit, len(rows)), MetricKind.IP, exact=True,
-                           threads=1)
+    matches = exact_search(
+        chosen, query, min(limit, len(rows)), MetricKind.IP, exact=True, threads=1
+    )
     picked = rows[np.asarray(matches.keys, dtype=np.int64)]
     scores = 1.0 - np.asarray(matches.distances, dtype=np.float32)
-    ordered = sorted(zip(picked.tolist(), scores.tolist(), strict=True),
-                     key=lambda item: (-item[1], item[0]))
+    ordered = sorted(
+        zip(picked.tolist(), scores.tolist(), strict=True), key=lambda item: (-item[1], item[0])
+    )
     return ordered

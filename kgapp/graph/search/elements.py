@@ -141,9 +141,7 @@ async def _most_salient(
         queries.GRAPH_STANDINGS, {"types": list(entity_types) or None}
     )
     mentions = {record_key(row["entity"]): int(row["mentions"]) for row in counts or []}
-    standings = [
-        Standing.of(row, mentions.get(record_key(row["id"]), 0)) for row in entities or []
-    ]
+    standings = [Standing.of(row, mentions.get(record_key(row["id"]), 0)) for row in entities or []]
     chosen = [record_id(s.key) for s in most_salient(standings, limit)]
     facts = await _all_facts(store, chosen, limit * 4)
     if moment is not None:

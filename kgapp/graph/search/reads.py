@@ -93,9 +93,7 @@ async def fact_get(store: TenantStore, fact: RecordID) -> Fact:
     return as_fact(dict(found(row, "fact", fact)))
 
 
-async def entity_facts(
-    store: TenantStore, entity: RecordID, moment: Moment
-) -> list[Fact]:
+async def entity_facts(store: TenantStore, entity: RecordID, moment: Moment) -> list[Fact]:
     outgoing, incoming = await store.query(
         queries.FACTS_OF_ENTITY, {**moment.params(), "entity": entity}
     )

@@ -79,9 +79,16 @@ async def search_facts(
     who = caller(ctx)
     recipe = "fact_node_distance" if center_entity else "fact_rrf"
     payload = parsed(
-        SearchIn, query=query, recipe=recipe, as_of=as_of, known_at=known_at,
-        current_only=current_only and not (as_of or known_at), entity_types=entity_types,
-        relations=relations, center_entity=center_entity, limit=limit,
+        SearchIn,
+        query=query,
+        recipe=recipe,
+        as_of=as_of,
+        known_at=known_at,
+        current_only=current_only and not (as_of or known_at),
+        entity_types=entity_types,
+        relations=relations,
+        center_entity=center_entity,
+        limit=limit,
     )
     found = SearchOut.of(await who.graph.arun(search_with_models, payload.request()))
     hits = found.model_dump(mode="json", exclude_unset=True)["facts"]
@@ -104,8 +111,12 @@ async def search_entities(
     who = caller(ctx)
     recipe = "entity_node_distance" if center_entity else "entity_rrf"
     payload = parsed(
-        SearchIn, query=query, recipe=recipe, entity_types=entity_types,
-        center_entity=center_entity, limit=limit,
+        SearchIn,
+        query=query,
+        recipe=recipe,
+        entity_types=entity_types,
+        center_entity=center_entity,
+        limit=limit,
     )
     found = SearchOut.of(await who.graph.arun(search_with_models, payload.request()))
     hits = found.model_dump(mode="json", exclude_unset=True)["entities"]
@@ -128,11 +139,13 @@ async def get_entity(
     entity = to_json(await who.graph.arun(reads.entity_get, record))
     facts = to_json(await who.graph.arun(reads.entity_facts, record, moment.moment()))
     aliases = ", ".join(entity.get("aliases") or []) or "none"
-    said = "\n".join([
-        text.entity(entity).removeprefix("- "),
-        f"aliases: {aliases}",
-        text.lines(f"Facts, {_moment(moment)}", map(text.fact, facts), "none"),
-    ])
+    said = "\n".join(
+        [
+            text.entity(entity).removeprefix("- "),
+            f"aliases: {aliases}",
+            text.lines(f"Facts, {_moment(moment)}", map(text.fact, facts), "none"),
+        ]
+    )
     return answer(said, {"entity": entity, "facts": facts})
 
 
@@ -146,10 +159,12 @@ async def get_fact(
     record = parse_record_id(fact_id, "relates_to")
     fact = to_json(await who.graph.arun(reads.fact_get, record))
     chain = to_json(await who.graph.arun(history.fact_history, record))
-    said = "\n".join([
-        text.fact(fact).removeprefix("- "),
-        text.lines("Supersession chain, oldest first", map(text.fact, chain), "this fact only"),
-    ])
+    said = "\n".join(
+        [
+            text.fact(fact).removeprefix("- "),
+            text.lines("Supersession chain, oldest first", map(text.fact, chain), "this fact only"),
+        ]
+    )
     return answer(said, {"fact": fact, "history": chain})
 
 
@@ -201,13 +216,18 @@ async def ask(
     who = caller(ctx)
     await who.limit("query")
     payload = parsed(
-        QueryIn, query=query, mode=mode, as_of=as_of, known_at=known_at, top_k=top_k,
-        max_entity_tokens=max_entity_tokens, max_relation_tokens=max_relation_tokens,
-        max_total_tokens=max_total_tokens, answer=llm_model() is not None,
+        QueryIn,
+        query=query,
+        mode=mode,
+        as_of=as_of,
+        known_at=known_at,
+        top_k=top_k,
+        max_entity_tokens=max_entity_tokens,
+        max_relation_tokens=max_relation_tokens,
+        max_total_tokens=max_total_tokens,
+        answer=llm_model() is not None,
     )
-    context = QueryOut.model_validate(
-        await who.graph.arun(query_with_models, payload.request())
-    )
+    context = QueryOut.model_validate(await who.graph.arun(query_with_models, payload.request()))
     said = context.context_text
     if context.answer:
         said = f"Answer: {context.answer}\n\n{said}"
@@ -236,12 +256,16 @@ async def diff(
     payload = parsed(DiffIn, **{"from": from_moment, "to": to_moment}, axis=axis, limit=limit)
     found = DiffOut.of(await who.graph.arun(diffs.graph_diff, payload.request()))
     result = found.model_dump(mode="json", by_alias=True, exclude_unset=True)
-    said = [text.counts(f"Diff on the {axis} axis, {result['from']} to {result['to']}",
-                        result["totals"])]
+    said = [
+        text.counts(
+            f"Diff on the {axis} axis, {result['from']} to {result['to']}", result["totals"]
+        )
+    ]
     said.append(text.lines("Added", map(text.fact, result["added"]), "none"))
     said.append(text.lines("Ended", map(text.fact, result["ended"]), "none"))
-    changes = [text.fact(c["after"]) + f" | changed {', '.join(c['fields'])}"
-               for c in result["changed"]]
+    changes = [
+        text.fact(c["after"]) + f" | changed {', '.join(c['fields'])}" for c in result["changed"]
+    ]
     said.append(text.lines("Changed (as at the second moment)", changes, "none"))
     if result["truncated"]:
         said.append("Lists are cut at `limit`; the totals count them all.")

@@ -73,8 +73,13 @@ async def add_memory(
     id: call job_status until the job is completed, then search_facts finds what it said."""
     who = caller(ctx, Role.EDITOR)
     payload = parsed(
-        EpisodeIn, content=content, source=source, reference_time=reference_time, name=name,
-        source_description=source_description, saga=saga,
+        EpisodeIn,
+        content=content,
+        source=source,
+        reference_time=reference_time,
+        name=name,
+        source_description=source_description,
+        saga=saga,
     )
     episode_id, queued = await database_sync_to_async(tasks.queue_episode)(
         who.tenant, payload.episode(), created_by=who.username
@@ -118,8 +123,14 @@ async def add_fact(
     already held is given back, not added twice."""
     who = caller(ctx, Role.EDITOR)
     payload = parsed(
-        FactIn, source=source, relation=relation, target=target, fact=fact, valid_at=valid_at,
-        invalid_at=invalid_at, confidence=confidence,
+        FactIn,
+        source=source,
+        relation=relation,
+        target=target,
+        fact=fact,
+        valid_at=valid_at,
+        invalid_at=invalid_at,
+        confidence=confidence,
     )
     try:
         added = await who.graph.arun(

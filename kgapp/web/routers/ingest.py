@@ -61,9 +61,7 @@ def episode_add(request: HttpRequest, tenant: str, payload: EpisodeIn) -> Status
 
 
 @router.get("/t/{tenant}/episodes", response={200: list[EpisodeOut], **DENIED}, exclude_unset=True)
-def episode_list(
-    request: HttpRequest, tenant: str, filters: Query[EpisodeFilter]
-) -> list[Episode]:
+def episode_list(request: HttpRequest, tenant: str, filters: Query[EpisodeFilter]) -> list[Episode]:
     return graph_in(request, tenant).run(
         service.episode_list, **filters.records(), limit=filters.limit, offset=filters.offset
     )
@@ -267,9 +265,7 @@ def document_delete(
     graph = graph_in(request, tenant, Role.EDITOR)
     record = parse_record_id(document_id, "document")
     if dry_run:
-        return RemovalPreviewOut.model_validate(
-            graph.run(service.document_removal_preview, record)
-        )
+        return RemovalPreviewOut.model_validate(graph.run(service.document_removal_preview, record))
     return RemovedOut.model_validate(graph.run(service.document_delete, record))
 
 

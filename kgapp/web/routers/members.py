@@ -83,9 +83,11 @@ def member_remove(request: HttpRequest, tenant: str, username: str) -> Status[No
     """Remove a member or withdraw an invitation (owner); a removed member's open
     explorer sockets are closed. The only owner cannot be removed (409)."""
     access = tenant_access(request.user, tenant, Role.OWNER)
-    user = get_user_model().objects.filter(
-        username=username, memberships__tenant=access.tenant
-    ).first()
+    user = (
+        get_user_model()
+        .objects.filter(username=username, memberships__tenant=access.tenant)
+        .first()
+    )
     if user is not None:
         services.membership_remove(tenant=access.tenant, user=user)
     elif not services.member_uninvite(tenant=access.tenant, username=username):

@@ -34,12 +34,21 @@ async def duplicate_graph(migrated_store) -> TenantStore:
     """Katherine and Kate are one person; both work at Acme (one fact to fold), Kate lives
     in Lisbon, superseded a Porto fact, is mentioned by an episode and is in a community."""
     store = await migrated_store()
-    await store.query(queries.ENTITIES_BULK_INSERT, {"rows": [
-        {"id": E(k), "name": n, "canonical_name": n.lower(), "entity_type": t}
-        for k, n, t in (("kath", "Katherine Smith", "Person"), ("kate", "Kate Smith", "Person"),
-                        ("acme", "Acme Corp", "Organization"), ("lisbon", "Lisbon", "Location"),
-                        ("porto", "Porto", "Location"))
-    ]})
+    await store.query(
+        queries.ENTITIES_BULK_INSERT,
+        {
+            "rows": [
+                {"id": E(k), "name": n, "canonical_name": n.lower(), "entity_type": t}
+                for k, n, t in (
+                    ("kath", "Katherine Smith", "Person"),
+                    ("kate", "Kate Smith", "Person"),
+                    ("acme", "Acme Corp", "Organization"),
+                    ("lisbon", "Lisbon", "Location"),
+                    ("porto", "Porto", "Location"),
+                )
+            ]
+        },
+    )
     await store.query("""
         CREATE episode:ep1 CONTENT {name: 'e1', content: 'Kate Smith works at Acme Corp.',
             source: 'text', content_hash: 'h1', valid_at: d'2024-01-01T00:00:00Z'};
@@ -51,22 +60,53 @@ async def duplicate_graph(migrated_store) -> TenantStore:
         INSERT INTO alias {name: 'kat smith', entity_type: 'Person', entity: entity:kate};
     """)
     facts = [
-        ("kath_acme", "kath", "acme", "WORKS_AT", "Smith works at Acme Corp.", [RecordID("episode", "ep2")]),
-        ("kate_acme", "kate", "acme", "WORKS_AT", "Smith works at Acme Corp.", [RecordID("episode", "ep1")]),
+        (
+            "kath_acme",
+            "kath",
+            "acme",
+            "WORKS_AT",
+            "Smith works at Acme Corp.",
+            [RecordID("episode", "ep2")],
+        ),
+        (
+            "kate_acme",
+            "kate",
+            "acme",
+            "WORKS_AT",
+            "Smith works at Acme Corp.",
+            [RecordID("episode", "ep1")],
+        ),
         ("kate_porto", "kate", "porto", "LIVES_IN", "Kate Smith lives in Porto.", []),
         ("kate_lisbon", "kate", "lisbon", "LIVES_IN", "Kate Smith lives in Lisbon.", []),
     ]
-    await store.query(queries.FACTS_BULK_INSERT, {"rows": [
-        {"id": RecordID("relates_to", k), "in": E(s), "out": E(o), "relation": r, "fact": f,
-         "episodes": eps, "confidence": 0.8, "valid_at": at(1), "created_at": at(2)}
-        for k, s, o, r, f, eps in facts
-    ]})
+    await store.query(
+        queries.FACTS_BULK_INSERT,
+        {
+            "rows": [
+                {
+                    "id": RecordID("relates_to", k),
+                    "in": E(s),
+                    "out": E(o),
+                    "relation": r,
+                    "fact": f,
+                    "episodes": eps,
+                    "confidence": 0.8,
+                    "valid_at": at(1),
+                    "created_at": at(2),
+                }
+                for k, s, o, r, f, eps in facts
+            ]
+        },
+    )
     await store.query("""
         UPDATE relates_to:kate_porto SET expired_at = d'2024-03-01T00:00:00Z',
             superseded_by = relates_to:kate_lisbon;
         UPDATE relates_to:kate_lisbon SET supersedes = relates_to:kate_porto;
     """)
-    await store.query(queries.ENTITY_DEGREE_RECOUNT, {"ids": [E(k) for k in ("kath", "kate", "acme", "lisbon", "porto")]})
+    await store.query(
+        queries.ENTITY_DEGREE_RECOUNT,
+        {"ids": [E(k) for k in ("kath", "kate", "acme", "lisbon", "porto")]},
+    )
     return store
 
 
@@ -85,7 +125,10 @@ async def test_merge_moves_everything_and_undo_restores_the_exact_graph(migrated
     # No fact lost; none touches Kate any more.
     facts = facts_by_text(merged)
     assert set(facts) == {f["fact"] for f in original["relates_to"]}
-    assert all("entity:kate" not in (record_key(f["in"]), record_key(f["out"])) for f in merged["relates_to"])
+    assert all(
+        "entity:kate" not in (record_key(f["in"]), record_key(f["out"]))
+        for f in merged["relates_to"]
+    )
     # The two Acme facts are one, with both episodes; Porto -> Lisbon still linked.
     acme = facts["Smith works at Acme Corp."]
     assert len([f for f in merged["relates_to"] if f["fact"] == "Smith works at Acme Corp."]) == 1
@@ -96,7 +139,10 @@ async def test_merge_moves_everything_and_undo_restores_the_exact_graph(migrated
     assert record_key(lisbon["in"]) == "entity:kath"
     # Provenance and membership moved; names kept as aliases; Kate points at Katherine.
     assert {(record_key(m["in"]), record_key(m["out"])) for m in merged["mentions"]} == {
-        ("episode:ep1", "entity:kath"), ("episode:ep1", "entity:acme"), ("episode:ep2", "entity:kath")}
+        ("episode:ep1", "entity:kath"),
+        ("episode:ep1", "entity:acme"),
+        ("episode:ep2", "entity:kath"),
+    }
     assert [record_key(m["out"]) for m in merged["has_member"]] == ["entity:kath"]
     aliases = {a["name"]: record_key(a["entity"]) for a in merged["alias"]}
     assert aliases == {"kat smith": "entity:kath", "kate smith": "entity:kath"}
@@ -121,24 +167,37 @@ async def test_merges_that_cannot_be_done_are_refused(migrated_store) -> None:
 
 async def test_merge_while_ingesting_loses_and_orphans_nothing(migrated_store) -> None:
     store = await duplicate_graph(migrated_store)
-    friends = ["Bob Dylan", "Nina Simone", "Miles Davis", "Ella Fitzgerald", "John Coltrane",
-               "Billie Holiday"]
+    friends = [
+        "Bob Dylan",
+        "Nina Simone",
+        "Miles Davis",
+        "Ella Fitzgerald",
+        "John Coltrane",
+        "Billie Holiday",
+    ]
     texts = [f"Kate Smith knows {name}." for name in friends]
 
     async def ingest() -> None:
         for text in texts:
             job = await jobs.job_create(store, kind="t")
             report = await ingest_job(
-                store, job["id"], [EpisodeInput(content=text, source="text", reference_time=at(5))],
-                embedder=local_embedder(), llm=None)
+                store,
+                job["id"],
+                [EpisodeInput(content=text, source="text", reference_time=at(5))],
+                embedder=local_embedder(),
+                llm=None,
+            )
             assert report.failures == []
 
     await asyncio.gather(ingest(), merge_entities(store, E("kath"), E("kate"), actor="c"))
     export = await export_graph(store)
     merged_away = {record_key(e["id"]) for e in export["entity"] if e.get("merged_into")}
     assert merged_away == {"entity:kate"}
-    orphans = [f["fact"] for f in export["relates_to"]
-               if {record_key(f["in"]), record_key(f["out"])} & merged_away]
+    orphans = [
+        f["fact"]
+        for f in export["relates_to"]
+        if {record_key(f["in"]), record_key(f["out"])} & merged_away
+    ]
     assert orphans == []
     knows = [f for f in export["relates_to"] if f["relation"] == "KNOWS"]
     assert sorted(f["fact"] for f in knows) == sorted(texts)
@@ -147,9 +206,16 @@ async def test_merge_while_ingesting_loses_and_orphans_nothing(migrated_store) -
 async def test_candidates_come_once_per_pair_and_a_rejection_sticks(migrated_store) -> None:
     store = await duplicate_graph(migrated_store)
     embedder = local_embedder()
-    for key, name in (("kath", "Katherine Smith"), ("kate", "Kate Smith"), ("acme", "Acme Corp"),
-                      ("lisbon", "Lisbon"), ("porto", "Porto")):
-        await store.query("UPDATE $id SET name_embedding = $v", {"id": E(key), "v": embedder.embed([name])[0]})
+    for key, name in (
+        ("kath", "Katherine Smith"),
+        ("kate", "Kate Smith"),
+        ("acme", "Acme Corp"),
+        ("lisbon", "Lisbon"),
+        ("porto", "Porto"),
+    ):
+        await store.query(
+            "UPDATE $id SET name_embedding = $v", {"id": E(key), "v": embedder.embed([name])[0]}
+        )
     assert await generate_candidates(store) >= 1
     queued = await candidates(store)
     pairs = {frozenset((record_key(c["a"]), record_key(c["b"]))): c for c in queued}
@@ -182,8 +248,7 @@ async def test_invalidating_and_correcting_facts_keep_their_history(migrated_sto
 
     store = await duplicate_graph(migrated_store)
     lisbon = RecordID("relates_to", "kate_lisbon")
-    entry = await invalidate_fact(store, lisbon, ended_at=at(6), actor="carol",
-                                  reason="moved away")
+    entry = await invalidate_fact(store, lisbon, ended_at=at(6), actor="carol", reason="moved away")
     assert entry["action"] == "invalidate" and entry["reason"] == "moved away"
     now = [f["fact"] for f in await entity_facts(store, E("kate"), Moment.of())]
     assert "Kate Smith lives in Lisbon." not in now
@@ -193,16 +258,26 @@ async def test_invalidating_and_correcting_facts_keep_their_history(migrated_sto
         await invalidate_fact(store, lisbon, ended_at=at(7), actor="carol")
 
     acme = RecordID("relates_to", "kate_acme")
-    await correct_fact(store, acme, text="Kate Smith works at Acme Corp as CTO.",
-                       valid_at=at(2), embedder=None, actor="carol")
+    await correct_fact(
+        store,
+        acme,
+        text="Kate Smith works at Acme Corp as CTO.",
+        valid_at=at(2),
+        embedder=None,
+        actor="carol",
+    )
     current = {f["fact"]: f for f in await entity_facts(store, E("kate"), Moment.of())}
     corrected = current["Kate Smith works at Acme Corp as CTO."]
     assert "Smith works at Acme Corp." not in current
     chain = await fact_history(store, corrected["id"])
-    assert [record_key(f["id"]) for f in chain] == ["relates_to:kate_acme", record_key(corrected["id"])]
+    assert [record_key(f["id"]) for f in chain] == [
+        "relates_to:kate_acme",
+        record_key(corrected["id"]),
+    ]
     with pytest.raises(CurationRefused, match="needs a text"):
-        await correct_fact(store, corrected["id"], text="  ", valid_at=None,
-                           embedder=None, actor="carol")
+        await correct_fact(
+            store, corrected["id"], text="  ", valid_at=None, embedder=None, actor="carol"
+        )
     # Nothing was deleted: both originals are still there, retired.
     export = await export_graph(store)
     retired = {record_key(f["id"]) for f in export["relates_to"] if f.get("expired_at")}

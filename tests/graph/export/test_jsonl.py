@@ -173,9 +173,16 @@ async def test_a_write_the_engine_refuses_clears_what_was_written(migrated_store
 
 
 def _job_line(kind: str) -> bytes:
-    record = {"kind": "record", "table": "job", "data": {
-        "id": {"$record": ["job", "x1"]}, "kind": kind, "status": "queued",
-        "params": {"file": "0123abcd.export"}}}
+    record = {
+        "kind": "record",
+        "table": "job",
+        "data": {
+            "id": {"$record": ["job", "x1"]},
+            "kind": kind,
+            "status": "queued",
+            "params": {"file": "0123abcd.export"},
+        },
+    }
     return json.dumps(record).encode() + b"\n"
 
 
@@ -187,18 +194,36 @@ def _record_at(lines: list[bytes], table: str) -> int:
     "craft, reason",
     [
         (lambda lines: [*lines[:-1], _job_line("import"), lines[-1]], "import job"),
-        (lambda lines: _changed(lines, _record_at(lines, "entity"),
-                                lambda v: v["data"].update(id={"$record": ["job", "x"]})),
-         "id of that table"),
-        (lambda lines: [*lines[:-1], lines[_record_at(lines, "entity")], lines[-1]],
-         "after later tables"),
-        (lambda lines: _changed(lines, _record_at(lines, "relates_to"),
-                                lambda v: v["data"].pop("in")), "needs `in` and `out`"),
-        (lambda lines: _changed(lines, _record_at(lines, "entity"),
-                                lambda v: v["data"].update(name={"$evil": 1})), "unknown tagged"),
+        (
+            lambda lines: _changed(
+                lines,
+                _record_at(lines, "entity"),
+                lambda v: v["data"].update(id={"$record": ["job", "x"]}),
+            ),
+            "id of that table",
+        ),
+        (
+            lambda lines: [*lines[:-1], lines[_record_at(lines, "entity")], lines[-1]],
+            "after later tables",
+        ),
+        (
+            lambda lines: _changed(
+                lines, _record_at(lines, "relates_to"), lambda v: v["data"].pop("in")
+            ),
+            "needs `in` and `out`",
+        ),
+        (
+            lambda lines: _changed(
+                lines, _record_at(lines, "entity"), lambda v: v["data"].update(name={"$evil": 1})
+            ),
+            "unknown tagged",
+        ),
         (lambda lines: _changed(lines, 0, lambda v: v.update(version=2)), "format version 2"),
         (lambda lines: _changed(lines, 0, lambda v: v.update(schema_version=999)), "newer"),
-        (lambda lines: _changed(lines, 1, lambda v: v["retention"].update(mode="all")), "retention"),
+        (
+            lambda lines: _changed(lines, 1, lambda v: v["retention"].update(mode="all")),
+            "retention",
+        ),
     ],
 )
 async def test_a_crafted_file_with_a_fresh_checksum_is_refused_too(
@@ -243,15 +268,41 @@ async def test_mentions_load_one_batch_at_a_time_and_fill_their_view(migrated_st
 
     source = await migrated_store()
     entities = [RecordID("entity", f"e{i}") for i in range(40)]
-    await source.query(queries.ENTITIES_BULK_INSERT, {"rows": [
-        {"id": e, "name": f"Name {i}", "canonical_name": f"name {i}"} for i, e in enumerate(entities)]})
+    await source.query(
+        queries.ENTITIES_BULK_INSERT,
+        {
+            "rows": [
+                {"id": e, "name": f"Name {i}", "canonical_name": f"name {i}"}
+                for i, e in enumerate(entities)
+            ]
+        },
+    )
     when = datetime(2024, 1, 1, tzinfo=UTC)
-    await source.query("INSERT INTO episode $rows RETURN NONE", {"rows": [
-        {"id": RecordID("episode", f"p{i}"), "content": f"said {i}", "content_hash": f"h{i}",
-         "source": "message", "valid_at": when} for i in range(300)]})
-    await source.query("INSERT RELATION INTO mentions $rows RETURN NONE", {"rows": [
-        {"in": RecordID("episode", f"p{i}"), "out": entities[(i * j) % 40]}
-        for i in range(300) for j in (1, 3)]})
+    await source.query(
+        "INSERT INTO episode $rows RETURN NONE",
+        {
+            "rows": [
+                {
+                    "id": RecordID("episode", f"p{i}"),
+                    "content": f"said {i}",
+                    "content_hash": f"h{i}",
+                    "source": "message",
+                    "valid_at": when,
+                }
+                for i in range(300)
+            ]
+        },
+    )
+    await source.query(
+        "INSERT RELATION INTO mentions $rows RETURN NONE",
+        {
+            "rows": [
+                {"in": RecordID("episode", f"p{i}"), "out": entities[(i * j) % 40]}
+                for i in range(300)
+                for j in (1, 3)
+            ]
+        },
+    )
     counts = "SELECT VALUE [record::id(entity), mentions] FROM entity_mentions"
     target = _InFlight(await migrated_store())
     await loaded(target, await exported(source))

@@ -37,7 +37,12 @@ def at(year: int, month: int, day: int) -> datetime:
 
 def test_analysis_folds_case_accents_and_stems() -> None:
     assert terms("Café NAÏVE founders, founded 2024-03!") == [
-        "cafe", "naiv", "founder", "found", "2024", "03"
+        "cafe",
+        "naiv",
+        "founder",
+        "found",
+        "2024",
+        "03",
     ]
     assert terms("SELECT * FROM entity; -- @@ 🙂") == ["select", "from", "entiti"]
 
@@ -103,8 +108,14 @@ async def facts_store(migrated_store) -> TenantStore:
     store = await migrated_store()
     embedder = local_embedder()
     people = [
-        {"id": RecordID("entity", key), "name": name, "canonical_name": name.lower(),
-         "entity_type": "Person", "summary": "", "name_embedding": embedder.embed([name])[0]}
+        {
+            "id": RecordID("entity", key),
+            "name": name,
+            "canonical_name": name.lower(),
+            "entity_type": "Person",
+            "summary": "",
+            "name_embedding": embedder.embed([name])[0],
+        }
         for key, name in (("ada", "Ada"), ("orbital", "Orbital Labs"), ("quantum", "Quantum Labs"))
     ]
     await store.query(queries.ENTITIES_BULK_INSERT, {"rows": people})
@@ -113,16 +124,23 @@ async def facts_store(migrated_store) -> TenantStore:
 
 
 async def add_fact(store: TenantStore, key: str, text: str, target: str, valid: datetime) -> None:
-    row = {"id": RecordID("relates_to", key), "in": RecordID("entity", "ada"),
-           "out": RecordID("entity", target), "relation": "WORKS_AT", "fact": text,
-           "fact_embedding": local_embedder().embed([text])[0], "valid_at": valid,
-           "created_at": datetime.now(UTC)}
+    row = {
+        "id": RecordID("relates_to", key),
+        "in": RecordID("entity", "ada"),
+        "out": RecordID("entity", target),
+        "relation": "WORKS_AT",
+        "fact": text,
+        "fact_embedding": local_embedder().embed([text])[0],
+        "valid_at": valid,
+        "created_at": datetime.now(UTC),
+    }
     await store.query(queries.FACTS_BULK_INSERT, {"rows": [row]})
 
 
 async def found(store: TenantStore, text: str, methods=("bm25",), **moment) -> list[str]:
-    request = SearchRequest(query=text, scopes=("facts",), methods=methods,
-                            moment=Moment.of(**moment))
+    request = SearchRequest(
+        query=text, scopes=("facts",), methods=methods, moment=Moment.of(**moment)
+    )
     results = await search(store, request, local_embedder())
     return [hit.record["fact"] for hit in results.facts]
 
@@ -138,8 +156,9 @@ async def test_search_sees_every_write_since_the_last_search(migrated_store) -> 
 
     # Retired: gone from current search, still there as of before, as known before.
     between = datetime.now(UTC)
-    await store.query("UPDATE relates_to:f1 SET invalid_at = $t, expired_at = time::now();",
-                      {"t": at(2024, 6, 1)})
+    await store.query(
+        "UPDATE relates_to:f1 SET invalid_at = $t, expired_at = time::now();", {"t": at(2024, 6, 1)}
+    )
     assert "Ada works at Orbital Labs." not in await found(store, "Orbital")
     assert await found(store, "Orbital", as_of=at(2024, 3, 1), known_at=between) == [
         "Ada works at Orbital Labs."
@@ -185,15 +204,21 @@ async def test_a_namespace_made_again_starts_a_new_copy(migrated_store, store_co
 async def test_relation_filters_apply_before_the_limit(migrated_store) -> None:
     store = await facts_store(migrated_store)
     rows = [
-        {"id": RecordID("relates_to", f"k{i}"), "in": RecordID("entity", "ada"),
-         "out": RecordID("entity", "quantum"), "relation": "KNOWS",
-         "fact": f"Ada knows Orbital researcher number {i}.", "valid_at": at(2024, 1, 1),
-         "created_at": datetime.now(UTC)}
+        {
+            "id": RecordID("relates_to", f"k{i}"),
+            "in": RecordID("entity", "ada"),
+            "out": RecordID("entity", "quantum"),
+            "relation": "KNOWS",
+            "fact": f"Ada knows Orbital researcher number {i}.",
+            "valid_at": at(2024, 1, 1),
+            "created_at": datetime.now(UTC),
+        }
         for i in range(30)
     ]
     await store.query(queries.FACTS_BULK_INSERT, {"rows": rows})
-    request = SearchRequest(query="Orbital", scopes=("facts",), methods=("bm25",), limit=2,
-                            relations=("WORKS_AT",))
+    request = SearchRequest(
+        query="Orbital", scopes=("facts",), methods=("bm25",), limit=2, relations=("WORKS_AT",)
+    )
     results = await search(store, request, local_embedder())
     assert [h.record["fact"] for h in results.facts] == ["Ada works at Orbital Labs."]
 
@@ -203,9 +228,16 @@ async def test_one_hop_facts_put_those_touching_most_query_entities_first(migrat
 
     store = await facts_store(migrated_store)  # f1: Ada -> Orbital Labs
     rows = [
-        {"id": RecordID("relates_to", key), "in": RecordID("entity", source),
-         "out": RecordID("entity", target), "relation": "KNOWS", "fact": text,
-         "confidence": confidence, "valid_at": at(2024, 1, 1), "created_at": datetime.now(UTC)}
+        {
+            "id": RecordID("relates_to", key),
+            "in": RecordID("entity", source),
+            "out": RecordID("entity", target),
+            "relation": "KNOWS",
+            "fact": text,
+            "confidence": confidence,
+            "valid_at": at(2024, 1, 1),
+            "created_at": datetime.now(UTC),
+        }
         for key, source, target, text, confidence in (
             ("q1", "quantum", "orbital", "Quantum Labs partners with Orbital Labs.", 0.9),
             ("q2", "quantum", "ada", "Quantum Labs hired Ada.", 0.6),
@@ -227,8 +259,11 @@ async def test_one_hop_facts_put_those_touching_most_query_entities_first(migrat
     # A token budget reads only what could fit: the words of the first two facts here.
     two = len(terms("Ada works at Orbital Labs.")) + len(terms("Quantum Labs sued Orbital Labs."))
     budgeted = await facts_touching(
-        store, [RecordID("entity", "ada"), RecordID("entity", "orbital")], Moment.of(),
-        limit=10, budget=two,
+        store,
+        [RecordID("entity", "ada"), RecordID("entity", "orbital")],
+        Moment.of(),
+        limit=10,
+        budget=two,
     )
     assert len(budgeted) == 3  # the two that fit, and the next, which the caller cuts
 
@@ -278,7 +313,9 @@ async def test_passes_close_together_read_the_feed_back_once(migrated_store) -> 
     assert sweeps == [True, False, True]
     forget_this_process()
     assert sorted(await found(store, "Quantum")) == [
-        "Ada joined Quantum Labs.", "Ada left Quantum Labs.", "Ada met Quantum Labs."
+        "Ada joined Quantum Labs.",
+        "Ada left Quantum Labs.",
+        "Ada met Quantum Labs.",
     ]
 
 
@@ -318,7 +355,10 @@ async def test_one_tenants_index_is_never_opened_for_another(migrated_store) -> 
         else:
             target.symlink_to(directories.tenant_dir(ours.namespace), target_is_directory=True)
             target = target.resolve()
-        assert directories.read_manifest(directories.tenant_dir(theirs.namespace), theirs.namespace) is None
+        assert (
+            directories.read_manifest(directories.tenant_dir(theirs.namespace), theirs.namespace)
+            is None
+        )
         assert await found(theirs, "Orbital") == []
         assert (await fact_index(theirs)).size == 0
         forget_this_process()
@@ -384,11 +424,26 @@ async def test_the_graph_of_vectors_finds_what_an_exact_search_finds(
     monkeypatch.setattr(nearest_vectors, "EXACT_ROWS", 8)
     monkeypatch.setattr(nearest_vectors, "SNAPSHOT_ROWS", 4)
     store = await facts_store(migrated_store)
-    cities = ["Lisbon", "Osaka", "Nairobi", "Montreal", "Krakow", "Tbilisi", "Auckland",
-              "Reykjavik", "Hanoi", "Bergen", "Cusco", "Tallinn", "Accra", "Perth"]
+    cities = [
+        "Lisbon",
+        "Osaka",
+        "Nairobi",
+        "Montreal",
+        "Krakow",
+        "Tbilisi",
+        "Auckland",
+        "Reykjavik",
+        "Hanoi",
+        "Bergen",
+        "Cusco",
+        "Tallinn",
+        "Accra",
+        "Perth",
+    ]
     for i, city in enumerate(cities):
-        await add_fact(store, f"c{i}", f"Ada moved to {city} in spring.", "orbital",
-                       at(2024, 1, 1 + i))
+        await add_fact(
+            store, f"c{i}", f"Ada moved to {city} in spring.", "orbital", at(2024, 1, 1 + i)
+        )
     manifest = (await tenant_index(store)).manifest
     assert manifest.table("relates_to").hnsw  # more than EXACT_ROWS vectors: a graph
     # One more, outside the graph until SNAPSHOT_ROWS pile up: found all the same.

@@ -35,29 +35,58 @@ async def context(store: TenantStore, llm: LLMClient | None = None) -> IngestCon
 
 def model(base_url: str) -> LLMClient:
     """The real client, pointed at the scripted server, retrying quickly."""
-    return LLMClient(LLMConfig(base_url=base_url, api_key="test", model="scripted", timeout=5.0,
-                               max_retries=1, backoff_base=0.01, backoff_max=0.05))
+    return LLMClient(
+        LLMConfig(
+            base_url=base_url,
+            api_key="test",
+            model="scripted",
+            timeout=5.0,
+            max_retries=1,
+            backoff_base=0.01,
+            backoff_max=0.05,
+        )
+    )
 
 
 def entity(name: str, entity_type: str = "Person", summary: str = "") -> EntityDraft:
     shown = display_name(name)
-    return EntityDraft(name=shown, entity_type=entity_type, summary=summary,
-                       canonical=canonical_name(shown))
+    return EntityDraft(
+        name=shown, entity_type=entity_type, summary=summary, canonical=canonical_name(shown)
+    )
 
 
-def fact(source: EntityDraft, relation: str, target: EntityDraft, valid_at: datetime,
-         invalid_at: datetime | None = None, confidence: float = 0.9) -> FactDraft:
-    return FactDraft(source=source, target=target, relation=relation,
-                     fact=f"{source.name} {relation} {target.name}.", edge_type="semantic",
-                     confidence=confidence, valid_at=valid_at, invalid_at=invalid_at)
+def fact(
+    source: EntityDraft,
+    relation: str,
+    target: EntityDraft,
+    valid_at: datetime,
+    invalid_at: datetime | None = None,
+    confidence: float = 0.9,
+) -> FactDraft:
+    return FactDraft(
+        source=source,
+        target=target,
+        relation=relation,
+        fact=f"{source.name} {relation} {target.name}.",
+        edge_type="semantic",
+        confidence=confidence,
+        valid_at=valid_at,
+        invalid_at=invalid_at,
+    )
 
 
-def episode(text: str, when: datetime, entities: Iterable[EntityDraft] = (),
-            facts: Iterable[FactDraft] = ()) -> EpisodeWork:
+def episode(
+    text: str, when: datetime, entities: Iterable[EntityDraft] = (), facts: Iterable[FactDraft] = ()
+) -> EpisodeWork:
     given = EpisodeInput(content=text, source="text", reference_time=when)
     digest = content_hash(text)
-    return EpisodeWork(input=given, record=episode_record(given, digest), content_hash=digest,
-                       entities=list(entities), facts=list(facts))
+    return EpisodeWork(
+        input=given,
+        record=episode_record(given, digest),
+        content_hash=digest,
+        entities=list(entities),
+        facts=list(facts),
+    )
 
 
 async def write(store: TenantStore, work: EpisodeWork) -> EpisodeWork:
@@ -71,8 +100,15 @@ async def write(store: TenantStore, work: EpisodeWork) -> EpisodeWork:
     return work
 
 
-async def said(store: TenantStore, subject: str, relation: str, target: str, valid_at: datetime,
-               invalid_at: datetime | None = None, target_type: str = "Organization") -> FactDraft:
+async def said(
+    store: TenantStore,
+    subject: str,
+    relation: str,
+    target: str,
+    valid_at: datetime,
+    invalid_at: datetime | None = None,
+    target_type: str = "Organization",
+) -> FactDraft:
     """One fact written as an episode of its own; its draft, records filled in."""
     source, object_ = entity(subject), entity(target, target_type)
     draft = fact(source, relation, object_, valid_at, invalid_at)

@@ -43,8 +43,9 @@ async def test_without_a_model_ambiguous_entities_go_to_the_review_queue(migrate
     assert ctx.counts["entities_new"] == 1 and ctx.counts["dedup_candidates"] == 1
     assert group.is_new and group.record == new_record(group)
     await persist(ctx, work, {})
-    pairs = to_json(await store.query_one(
-        "SELECT a.name AS a, b.name AS b, status FROM dedup_candidate"))
+    pairs = to_json(
+        await store.query_one("SELECT a.name AS a, b.name AS b, status FROM dedup_candidate")
+    )
     assert pairs == [{"a": "Acme Group", "b": "Acme Corp", "status": "pending"}]
 
 
@@ -56,7 +57,11 @@ async def test_the_models_pick_merges_the_ambiguous_entity(migrated_store, scrip
     corp = group.candidates[0]["id"]
     assert await decide(ctx, work, []) == (True, {})
     assert (group.record, group.is_new, group.alias, group.candidates) == (
-        corp, False, "acme group", [])
+        corp,
+        False,
+        "acme group",
+        [],
+    )
     assert (group.merge.rule, group.merge.survivor_name) == ("llm", "Acme Corp")
     assert ctx.counts["entities_merged"] == 1 and ctx.counts["dedup_candidates"] == 0
     [request] = scripted_llm.chat_requests("resolve_graph")
@@ -68,8 +73,9 @@ async def test_the_models_pick_merges_the_ambiguous_entity(migrated_store, scrip
 @pytest.mark.parametrize("pick", [None, 7], ids=["none", "out_of_range"])
 async def test_no_valid_pick_keeps_the_entity_new(migrated_store, scripted_llm, pick) -> None:
     store = await migrated_store()
-    scripted_llm.queue(Reply(content={"entities": [{"index": 0, "duplicate_of": pick}],
-                                      "facts": []}))
+    scripted_llm.queue(
+        Reply(content={"entities": [{"index": 0, "duplicate_of": pick}], "facts": []})
+    )
     ctx, work = await ambiguous(store, model(scripted_llm.base_url))
     [group] = work.entities
     assert await decide(ctx, work, []) == (False, {})
@@ -87,17 +93,28 @@ async def test_nothing_to_decide_asks_no_model(migrated_store, scripted_llm) -> 
 
 
 async def test_fact_decisions_are_keyed_by_the_facts_place_in_the_episode(
-    migrated_store, scripted_llm,
+    migrated_store,
+    scripted_llm,
 ) -> None:
     store = await migrated_store()
     chess = await said(store, "Alice Moreau", "MEMBER_OF", "Chess Club", JAN)
-    scripted_llm.queue(Reply(content={"entities": [], "facts": [
-        {"index": 0, "duplicate_of": None, "contradicts": [0]},
-        {"index": 5, "duplicate_of": 0, "contradicts": []},  # no such fact: left aside
-    ]}))
+    scripted_llm.queue(
+        Reply(
+            content={
+                "entities": [],
+                "facts": [
+                    {"index": 0, "duplicate_of": None, "contradicts": [0]},
+                    {"index": 5, "duplicate_of": 0, "contradicts": []},  # no such fact: left aside
+                ],
+            }
+        )
+    )
     ctx = await context(store, model(scripted_llm.base_url))
-    alice, club, go = (entity("Alice Moreau"), entity("Chess Club", "Organization"),
-                       entity("Go Club", "Organization"))
+    alice, club, go = (
+        entity("Alice Moreau"),
+        entity("Chess Club", "Organization"),
+        entity("Go Club", "Organization"),
+    )
     again, other = fact(alice, "MEMBER_OF", club, MAR), fact(alice, "MEMBER_OF", go, MAR)
     work = episode("Alice plays chess and go.", MAR, [alice, club, go], [again, other])
     await resolve_entities(ctx, work, partial(embed_episode, ctx, work))

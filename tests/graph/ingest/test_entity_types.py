@@ -24,15 +24,18 @@ APR = datetime(2024, 4, 2, tzinfo=UTC)
 
 async def typed(store, name: str, entity_type: str, when: datetime, text: str = ""):
     """An episode that mentions `name` as `entity_type`; its record."""
-    work = await write(store, episode(text or f"{name} as {entity_type} on {when}.", when,
-                                      [entity(name, entity_type)]))
+    work = await write(
+        store,
+        episode(text or f"{name} as {entity_type} on {when}.", when, [entity(name, entity_type)]),
+    )
     return work.record
 
 
 async def entities(store, name: str) -> list[tuple[str, str]]:
     rows = await store.query_one(
         "SELECT name, entity_type FROM entity WHERE canonical_name = $name AND merged_into = NONE",
-        {"name": name.casefold()})
+        {"name": name.casefold()},
+    )
     return sorted((r["name"], r["entity_type"]) for r in rows or [])
 
 
@@ -54,7 +57,8 @@ async def test_a_name_typed_two_ways_is_one_entity_of_the_type_most_mentions_giv
     await typed(store, "Manchester", "Location", MAR)
     assert await entities(store, "Manchester") == [("Manchester", "Location")]
     mentions = await store.query_one(
-        "SELECT VALUE out.name FROM mentions WHERE out.canonical_name = 'manchester'")
+        "SELECT VALUE out.name FROM mentions WHERE out.canonical_name = 'manchester'"
+    )
     assert mentions == ["Manchester"] * 3
 
 
@@ -110,9 +114,16 @@ async def test_writers_typing_one_name_two_ways_at_once_make_one_entity(migrated
 
     async def post(kind: str, target: str) -> None:
         await fact_add(
-            store, source=("Manchester", kind), relation="RELATED_TO",
-            target=(target, "Organization"), fact=None, valid_at=JAN, invalid_at=None,
-            confidence=0.9, embedder=local_embedder(), created_by="t",
+            store,
+            source=("Manchester", kind),
+            relation="RELATED_TO",
+            target=(target, "Organization"),
+            fact=None,
+            valid_at=JAN,
+            invalid_at=None,
+            confidence=0.9,
+            embedder=local_embedder(),
+            created_by="t",
         )
 
     for round_ in range(3):
@@ -120,7 +131,8 @@ async def test_writers_typing_one_name_two_ways_at_once_make_one_entity(migrated
     found = await entities(store, "Manchester")
     assert len(found) == 1, found
     mentions = await store.query_one(
-        "SELECT VALUE out.name FROM mentions WHERE out.canonical_name = 'manchester'")
+        "SELECT VALUE out.name FROM mentions WHERE out.canonical_name = 'manchester'"
+    )
     assert mentions == ["Manchester"] * 6
 
 
@@ -129,17 +141,30 @@ async def test_two_entities_of_one_name_written_before_are_proposed_as_one(migra
     proposes the pair, where it would not propose a person and a place otherwise."""
     store = await migrated_store()
     vector = local_embedder().embed(["Manchester"])[0]
-    await store.query(queries.ENTITIES_BULK_INSERT, {"rows": [
-        {"id": RecordID("entity", key), "name": "Manchester", "canonical_name": "manchester",
-         "entity_type": kind, "name_embedding": vector}
-        for key, kind in (("person", "Person"), ("place", "Location"))]})
+    await store.query(
+        queries.ENTITIES_BULK_INSERT,
+        {
+            "rows": [
+                {
+                    "id": RecordID("entity", key),
+                    "name": "Manchester",
+                    "canonical_name": "manchester",
+                    "entity_type": kind,
+                    "name_embedding": vector,
+                }
+                for key, kind in (("person", "Person"), ("place", "Location"))
+            ]
+        },
+    )
     await generate_candidates(store)
-    pairs = await store.query_one("SELECT a.entity_type AS a, b.entity_type AS b FROM dedup_candidate")
+    pairs = await store.query_one(
+        "SELECT a.entity_type AS a, b.entity_type AS b FROM dedup_candidate"
+    )
     assert [sorted((p["a"], p["b"])) for p in pairs] == [["Location", "Person"]]
 
 
 async def test_the_match_key_follows_the_type(migrated_store) -> None:
-    """"Mt. Hood" reads as Mount Hood only as a place: the key resolution looks up by
+    """ "Mt. Hood" reads as Mount Hood only as a place: the key resolution looks up by
     changes with the type, as the mentions give it and when they are withdrawn."""
     store = await migrated_store()
 

@@ -18,10 +18,22 @@ def unit(seed: int) -> list[float]:
 
 
 async def add(store, key: str, created: datetime, **row) -> None:
-    await store.query(queries.ENTITIES_BULK_INSERT, {"rows": [{
-        "id": RecordID("entity", key), "name": key.title(), "canonical_name": key,
-        "entity_type": "Person", "name_embedding": unit(len(key) * 31 + ord(key[0])),
-        "created_at": created, **row}]})
+    await store.query(
+        queries.ENTITIES_BULK_INSERT,
+        {
+            "rows": [
+                {
+                    "id": RecordID("entity", key),
+                    "name": key.title(),
+                    "canonical_name": key,
+                    "entity_type": "Person",
+                    "name_embedding": unit(len(key) * 31 + ord(key[0])),
+                    "created_at": created,
+                    **row,
+                }
+            ]
+        },
+    )
 
 
 class Reads:

@@ -52,8 +52,9 @@ def model(scripted_llm, answer: dict) -> LLMClient:
         return {"entities": [], "facts": []} if task == "resolve_graph" else None
 
     scripted_llm.on_chat(reply)
-    config = LLMConfig(base_url=scripted_llm.base_url, api_key="test", model="scripted",
-                       timeout=5.0, max_retries=0)
+    config = LLMConfig(
+        base_url=scripted_llm.base_url, api_key="test", model="scripted", timeout=5.0, max_retries=0
+    )
     return LLMClient(config)
 
 
@@ -100,8 +101,7 @@ async def test_a_long_name_from_the_offline_extractor_costs_only_its_entity(grap
 
 def distinct_names(count: int) -> list[str]:
     first = ["Ada", "Bea", "Cyd", "Dov", "Eli", "Fay", "Gus", "Hal", "Ivo", "Jax"]
-    last = ["Moss", "Vance", "Quill", "Thorn", "Yates", "Bloom", "Crane", "Drake", "Frost",
-            "Grove"]
+    last = ["Moss", "Vance", "Quill", "Thorn", "Yates", "Bloom", "Crane", "Drake", "Frost", "Grove"]
     towns = ["Oslo", "Lima", "Kyiv", "Baku", "Doha", "Riga", "Suva", "Apia", "Male", "Bern"]
     names = (f"{a} {b} of {c}" for a, b, c in itertools.product(first, last, towns))
     return list(itertools.islice(names, count))

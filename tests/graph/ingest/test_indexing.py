@@ -20,10 +20,12 @@ from tests.graph.ingest.test_pipeline_offline import run
 DAY = datetime(2024, 2, 1, tzinfo=UTC)
 CHAT = EpisodeInput(
     content="Ria: I adopted a rescue dog last week.\nTom: You volunteer at the animal shelter.",
-    source="message", reference_time=DAY,
+    source="message",
+    reference_time=DAY,
 )
-TEXT = EpisodeInput(content="Alice works at Acme Corp. She lives in Lyon.", source="text",
-                    reference_time=DAY)
+TEXT = EpisodeInput(
+    content="Alice works at Acme Corp. She lives in Lyon.", source="text", reference_time=DAY
+)
 
 
 @pytest.fixture
@@ -57,7 +59,8 @@ async def test_a_job_embeds_its_facts_and_each_unit_of_its_episodes(graph) -> No
     assert facts and all(len(vector) == 384 for vector in facts)
     rows = await graph.query_one(
         "SELECT episode.source AS source, episode.content AS content, vectors, units, "
-        "episode.content_embedding AS mean FROM episode_units")
+        "episode.content_embedding AS mean FROM episode_units"
+    )
     assert len(rows) == 2
     for row in rows:
         vectors = unpack_vectors(row["vectors"], row["units"])
@@ -133,14 +136,19 @@ async def test_the_facts_of_an_episode_are_found_by_index_among_several(graph) -
         for c in (CHAT.content, TEXT.content)
     ]
     # A fact held by both episodes is found from either.
-    shared = (await graph.query_one("SELECT VALUE id FROM relates_to WHERE episodes CONTAINS $e",
-                                    {"e": text}))[0]
+    shared = (
+        await graph.query_one(
+            "SELECT VALUE id FROM relates_to WHERE episodes CONTAINS $e", {"e": text}
+        )
+    )[0]
     await graph.query("UPDATE $f SET episodes = [$a, $b]", {"f": shared, "a": chat, "b": text})
     for episode in (chat, text):
         found = await graph.query_one(queries.EPISODE_FACT_IDS, {"episode": episode})
         held = await graph.query_one(
-            "SELECT VALUE id FROM relates_to WHERE episodes CONTAINS $e", {"e": episode})
+            "SELECT VALUE id FROM relates_to WHERE episodes CONTAINS $e", {"e": episode}
+        )
         assert sorted(map(str, found)) == sorted(map(str, held)) and shared in found
-    plan = await graph.query_one(queries.EPISODE_FACT_IDS.strip().rstrip(";") + " EXPLAIN;",
-                                 {"episode": chat})
+    plan = await graph.query_one(
+        queries.EPISODE_FACT_IDS.strip().rstrip(";") + " EXPLAIN;", {"episode": chat}
+    )
     assert plan["children"][0]["operator"] == "IndexScan", plan

@@ -144,9 +144,7 @@ async def _upload(store: TenantStore, key: str) -> str:
         store, parsed, file_name=name, data=data, uploaded_by="test", reference_time=REFERENCE
     )
     if job is not None:
-        finished = await service.ingest_run(
-            store, job["id"], embedder=local_embedder(), llm=None
-        )
+        finished = await service.ingest_run(store, job["id"], embedder=local_embedder(), llm=None)
         assert finished["status"] == "completed", finished
     return str(row["id"])
 
@@ -168,7 +166,9 @@ async def _fact(store: TenantStore, index: int) -> None:
 
 
 async def _named(store: TenantStore) -> dict[Named, Any]:
-    rows = await store.query_one("SELECT id, name, entity_type FROM entity WHERE merged_into = NONE")
+    rows = await store.query_one(
+        "SELECT id, name, entity_type FROM entity WHERE merged_into = NONE"
+    )
     return {(r["name"], r["entity_type"]): r["id"] for r in rows or []}
 
 
@@ -239,9 +239,15 @@ def _fact_seen(f: dict[str, Any]) -> tuple[Any, ...]:
     are compared only once one side is gone (a named exception)."""
     both = bool(f["files"]) and f["api"] > 0
     return (
-        f["source"], f["relation"], f["target"], None if both else f["fact"],
-        None if both else str(f["valid_at"]), str(f.get("invalid_at")), f["retired"],
-        tuple(f["files"] or ()), f["api"] > 0,
+        f["source"],
+        f["relation"],
+        f["target"],
+        None if both else f["fact"],
+        None if both else str(f["valid_at"]),
+        str(f.get("invalid_at")),
+        f["retired"],
+        tuple(f["files"] or ()),
+        f["api"] > 0,
     )
 
 
@@ -383,7 +389,10 @@ def test_deleting_an_export_keeps_what_its_predecessor_holds(store_config: Store
 
     async def case(delete_first: bool) -> None:
         scenario = Scenario(store_config)
-        steps = [("upload", sorted(POOL).index("chat")), ("upload", sorted(POOL).index("chat-export-2"))]
+        steps = [
+            ("upload", sorted(POOL).index("chat")),
+            ("upload", sorted(POOL).index("chat-export-2")),
+        ]
         await scenario.run(steps + [("delete", 0 if delete_first else 1)])
 
     asyncio.run(case(True))

@@ -188,8 +188,7 @@ def test_what_is_used_is_a_product_and_a_headquarters_a_place(extractor) -> None
 
 def test_a_project_by_name_is_a_project_and_a_name_is_one_line(extractor) -> None:
     found = extractor.extract(
-        "Priya Nair leads Project Harrier. Project Harrier is a churn model for Northwind\n"
-        "Energy.",
+        "Priya Nair leads Project Harrier. Project Harrier is a churn model for Northwind\nEnergy.",
         reference_time=NOW,
     )
     assert types(found)["Project Harrier"] == "Project"

@@ -54,13 +54,18 @@ async def test_graphiti_scenario(graph) -> None:
     acme, beta = current
     assert acme["superseded_by"] == beta["id"] and beta["supersedes"] == acme["id"]
     degrees = await graph.query_one("SELECT name, degree FROM entity ORDER BY name")
-    assert [(d["name"], d["degree"]) for d in degrees] == [("Acme Corp", 1), ("Alice", 2), ("Beta Inc", 1)]
+    assert [(d["name"], d["degree"]) for d in degrees] == [
+        ("Acme Corp", 1),
+        ("Alice", 2),
+        ("Beta Inc", 1),
+    ]
     # The belief held before the second episode is kept, retired in system time.
     everything = await facts(graph, current_only=False)
     assert len(everything) == 3
     # Every current fact got its vector in the indexing phase, with the model's dimension.
     dims = await graph.query_one(
-        "SELECT VALUE array::len(fact_embedding ?? []) FROM relates_to WHERE expired_at = NONE")
+        "SELECT VALUE array::len(fact_embedding ?? []) FROM relates_to WHERE expired_at = NONE"
+    )
     assert dims == [384, 384]
 
 
@@ -88,38 +93,56 @@ async def test_ingesting_twice_changes_nothing(graph) -> None:
 async def test_a_conversation_becomes_facts_about_its_speakers(graph) -> None:
     chat = EpisodeInput(
         content="Ria: I adopted a rescue dog last week.\nTom: You volunteer at the animal shelter.",
-        source="message", reference_time=MAR)
+        source="message",
+        reference_time=MAR,
+    )
     await run(graph, [chat])
     current = await facts(graph)
     assert sorted((f["source"], f["relation"], f["target"], f["valid_at"]) for f in current) == [
         ("Ria", "ADOPT", "rescue dog", "2024-03-03T00:00:00Z"),
         ("Ria", "VOLUNTEER_AT", "animal shelter", "2024-03-10T00:00:00Z"),
     ]
-    people = await graph.query_one("SELECT VALUE name FROM entity WHERE entity_type = 'Person' ORDER BY name")
+    people = await graph.query_one(
+        "SELECT VALUE name FROM entity WHERE entity_type = 'Person' ORDER BY name"
+    )
     assert people == ["Ria", "Tom"]
 
 
 async def test_a_speakers_summary_says_each_sentence_once_across_sessions(graph) -> None:
     sessions = [
-        EpisodeInput(content=f"Ria: I adopted a rescue {pet}.\nTom: Nice!", source="message",
-                     reference_time=MAR, saga="chat")
+        EpisodeInput(
+            content=f"Ria: I adopted a rescue {pet}.\nTom: Nice!",
+            source="message",
+            reference_time=MAR,
+            saga="chat",
+        )
         for pet in ("dog", "cat", "parrot")
     ]
     await run(graph, sessions)
-    summary = await graph.query_one("SELECT VALUE summary FROM ONLY entity WHERE name = 'Ria' LIMIT 1")
+    summary = await graph.query_one(
+        "SELECT VALUE summary FROM ONLY entity WHERE name = 'Ria' LIMIT 1"
+    )
     assert summary.count("Ria is a participant of the conversation.") == 1
     assert all(f"rescue {pet}" in summary for pet in ("dog", "cat", "parrot"))
 
 
 def test_a_summary_over_its_limit_loses_whole_sentences_oldest_first() -> None:
-    merged = merge_summary("Ria adopted a dog. Ria moved to Oslo. Ria paints.", "Ria sings.", limit=30)
+    merged = merge_summary(
+        "Ria adopted a dog. Ria moved to Oslo. Ria paints.", "Ria sings.", limit=30
+    )
     assert merged == "Ria paints. Ria sings."
 
 
 async def test_without_its_pipeline_episodes_are_stored_unextracted_with_one_note(graph) -> None:
     job = await jobs.job_create(graph, kind="ingest_episode")
-    report = await ingest_job(graph, job["id"], [ACME, BETA], embedder=local_embedder(), llm=None,
-                              extractor=OfflineExtractor("no_such_model"))
+    report = await ingest_job(
+        graph,
+        job["id"],
+        [ACME, BETA],
+        embedder=local_embedder(),
+        llm=None,
+        extractor=OfflineExtractor("no_such_model"),
+    )
     assert report.status == "completed" and report.counts["episodes_not_extracted"] == 2
     assert len(report.episodes) == 2
     (note,) = report.notes
@@ -133,8 +156,9 @@ async def test_the_job_says_which_extractor_ran(graph) -> None:
 
 
 async def test_leaving_ends_the_fact_that_held(graph) -> None:
-    quit = EpisodeInput(content="Alice resigned from Acme Corp last week.", source="text",
-                        reference_time=MAR)
+    quit = EpisodeInput(
+        content="Alice resigned from Acme Corp last week.", source="text", reference_time=MAR
+    )
     await run(graph, [ACME])
     await run(graph, [quit])
     current = await facts(graph)
@@ -147,6 +171,7 @@ async def test_leaving_ends_the_fact_that_held(graph) -> None:
     assert ended["superseded_by"] == statement["id"]
     # Taking the resignation back leaves the job open again.
     resigned = await graph.query_one(
-        "SELECT VALUE id FROM episode WHERE content CONTAINS 'resigned'")
+        "SELECT VALUE id FROM episode WHERE content CONTAINS 'resigned'"
+    )
     await episodes_remove(graph, resigned)
     assert [(f["target"], f["invalid_at"]) for f in await facts(graph)] == [("Acme Corp", None)]

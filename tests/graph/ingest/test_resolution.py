@@ -91,9 +91,16 @@ async def test_an_automatic_merge_is_recorded_and_undone(graph) -> None:
 
     async def add(person: str, company: str) -> dict:
         added = await fact_add(
-            graph, source=(person, "Person"), relation="WORKS_AT",
-            target=(company, "Organization"), fact=f"{person} works at {company}.",
-            valid_at=JAN, invalid_at=None, confidence=0.9, embedder=embedder, created_by="t",
+            graph,
+            source=(person, "Person"),
+            relation="WORKS_AT",
+            target=(company, "Organization"),
+            fact=f"{person} works at {company}.",
+            valid_at=JAN,
+            invalid_at=None,
+            confidence=0.9,
+            embedder=embedder,
+            created_by="t",
         )
         return added.fact
 
@@ -106,25 +113,33 @@ async def test_an_automatic_merge_is_recorded_and_undone(graph) -> None:
     assert merge["after"]["survivor_name"] == "Initech LLC"
     assert [str(f) for f in merge["after"]["facts"]] == [frank["id"]]
     targets = await graph.query_one(
-        "SELECT in.name AS who, out.name AS company FROM relates_to ORDER BY who")
+        "SELECT in.name AS who, out.name AS company FROM relates_to ORDER BY who"
+    )
     assert [t["company"] for t in targets] == ["Initech LLC", "Initech LLC"]
 
     await undo(graph, entry["id"], actor="carol")
-    rows = to_json(await graph.query_one(
-        "SELECT in.name AS who, out.name AS company, out.merged_into AS merged FROM relates_to "
-        "ORDER BY who"))
-    assert rows == [{"who": "Erin Cole", "company": "Initech LLC", "merged": None},
-                    {"who": "Frank Diaz", "company": "Initech", "merged": None}]
+    rows = to_json(
+        await graph.query_one(
+            "SELECT in.name AS who, out.name AS company, out.merged_into AS merged FROM relates_to "
+            "ORDER BY who"
+        )
+    )
+    assert rows == [
+        {"who": "Erin Cole", "company": "Initech LLC", "merged": None},
+        {"who": "Frank Diaz", "company": "Initech", "merged": None},
+    ]
     assert await graph.query_one("SELECT VALUE name FROM alias") == []
-    rejected = to_json(await graph.query_one(
-        "SELECT a.name AS a, b.name AS b, status FROM dedup_candidate"))
+    rejected = to_json(
+        await graph.query_one("SELECT a.name AS a, b.name AS b, status FROM dedup_candidate")
+    )
     assert rejected == [{"a": "Initech", "b": "Initech LLC", "status": "rejected"}]
     assert (await audit_get(graph, entry["id"]))["undone_by"] is not None
     # The name stands alone from now on: a later mention goes to it, not merged again.
     await add("Gina Park", "Initech")
     assert len(await audit_page(graph, action="auto_merge", actor=None, limit=10)) == 1
     gina = await graph.query_one(
-        "SELECT VALUE out.name FROM relates_to WHERE in.name = 'Gina Park'")
+        "SELECT VALUE out.name FROM relates_to WHERE in.name = 'Gina Park'"
+    )
     assert gina == ["Initech"]
     with pytest.raises(CurationRefused):
         await undo(graph, entry["id"], actor="carol")
@@ -132,8 +147,15 @@ async def test_an_automatic_merge_is_recorded_and_undone(graph) -> None:
 
 async def _post(graph, subject: str, target: str, kind: str | None = None) -> None:
     await fact_add(
-        graph, source=(subject, kind), relation="USED_BY", target=(target, "Organization"),
-        fact=None, valid_at=JAN, invalid_at=None, confidence=0.9, embedder=local_embedder(),
+        graph,
+        source=(subject, kind),
+        relation="USED_BY",
+        target=(target, "Organization"),
+        fact=None,
+        valid_at=JAN,
+        invalid_at=None,
+        confidence=0.9,
+        embedder=local_embedder(),
         created_by="t",
     )
 
@@ -147,13 +169,19 @@ async def test_names_that_differ_in_a_symbol_that_carries_meaning_stay_apart(gra
     for n, name in enumerate([*apart, *spelled]):
         await _post(graph, name, f"Team {n}")
     await generate_candidates(graph)
-    rows = await graph.query_one("SELECT name, canonical_name, merged_into.name AS survivor FROM entity")
+    rows = await graph.query_one(
+        "SELECT name, canonical_name, merged_into.name AS survivor FROM entity"
+    )
     aliases = await graph.query_one("SELECT name, entity.name AS entity FROM alias")
     where = {r["canonical_name"]: r["survivor"] or r["name"] for r in rows}
     where.update({r["name"]: r["entity"] for r in aliases})
     assert {n: where[canonical_name(n)] for n in [*apart, *spelled]} == {
-        **{n: n for n in apart}, **spelled}
-    proposed = to_json(await graph.query_one("SELECT a.name AS a, b.name AS b FROM dedup_candidate"))
+        **{n: n for n in apart},
+        **spelled,
+    }
+    proposed = to_json(
+        await graph.query_one("SELECT a.name AS a, b.name AS b FROM dedup_candidate")
+    )
     assert [p for p in proposed if not p["a"].startswith("Team")] == []
 
 
@@ -162,8 +190,7 @@ async def test_a_match_key_stored_before_symbols_counted_is_not_evidence(graph) 
     await _post(graph, "C++", "Team 0")
     await graph.query("UPDATE entity SET match_key = 'c' WHERE name = 'C++'")
     await _post(graph, "C", "Team 1")
-    rows = await graph.query_one(
-        "SELECT name, merged_into FROM entity WHERE name IN ['C++', 'C']")
+    rows = await graph.query_one("SELECT name, merged_into FROM entity WHERE name IN ['C++', 'C']")
     assert sorted((r["name"], r["merged_into"]) for r in rows) == [("C", None), ("C++", None)]
 
 
@@ -179,10 +206,16 @@ async def test_concurrent_posts_of_facts_about_the_same_entities_all_land(graph)
     async def post(index: int):
         try:
             return await fact_add(
-                graph, source=("Dana Reyes", "Person"), relation="VISITED",
-                target=(f"City {index % 5}", "Location"), fact=None,
-                valid_at=datetime(2024, 1, 1 + index, tzinfo=UTC), invalid_at=None,
-                confidence=0.9, embedder=embedder, created_by="t",
+                graph,
+                source=("Dana Reyes", "Person"),
+                relation="VISITED",
+                target=(f"City {index % 5}", "Location"),
+                fact=None,
+                valid_at=datetime(2024, 1, 1 + index, tzinfo=UTC),
+                invalid_at=None,
+                confidence=0.9,
+                embedder=embedder,
+                created_by="t",
             )
         except WriteConflict as conflict:  # allowed: the API answers 409 + Retry-After
             return conflict
@@ -199,8 +232,18 @@ async def test_concurrent_posts_of_facts_about_the_same_entities_all_land(graph)
 
 
 FIRST = ["Ábel", "Brontë", "Çelik", "Dóra", "Éowyn", "Fíona", "Gráinne", "Hélène", "Ísak", "Jürgen"]
-LAST = ["Nakashima", "Oyelaran", "Papadakis", "Quispe", "Rasmussen",
-        "Szymański", "Thorvaldsen", "Urquhart", "Vasquez", "Wójcik"]
+LAST = [
+    "Nakashima",
+    "Oyelaran",
+    "Papadakis",
+    "Quispe",
+    "Rasmussen",
+    "Szymański",
+    "Thorvaldsen",
+    "Urquhart",
+    "Vasquez",
+    "Wójcik",
+]
 
 
 def _variant(name: str, worker: int) -> str:
@@ -231,12 +274,19 @@ async def test_eight_concurrent_writers_of_name_variants_make_exactly_one_entity
     embedder = local_embedder()
 
     async def writer(worker: int) -> None:
-        order = people[worker * 13 % 100:] + people[: worker * 13 % 100]  # collide often
+        order = people[worker * 13 % 100 :] + people[: worker * 13 % 100]  # collide often
         for a, b in zip(order[::2], order[1::2], strict=True):
             await fact_add(
-                graph, source=(_variant(a, worker), "Person"), relation="KNOWS",
-                target=(_variant(b, worker), "Person"), fact=None, valid_at=JAN,
-                invalid_at=None, confidence=0.9, embedder=embedder, created_by=f"w{worker}",
+                graph,
+                source=(_variant(a, worker), "Person"),
+                relation="KNOWS",
+                target=(_variant(b, worker), "Person"),
+                fact=None,
+                valid_at=JAN,
+                invalid_at=None,
+                confidence=0.9,
+                embedder=embedder,
+                created_by=f"w{worker}",
             )
 
     await asyncio.gather(*(writer(w) for w in range(8)))

@@ -45,16 +45,26 @@ async def test_the_same_name_of_another_type_is_the_same_entity(migrated_store) 
     person = entity("Manchester", "Person")
     counts = await resolved(store, person)
     assert (person.record, person.is_new, person.merge, person.own_name) == (
-        manchester, False, None, True)
+        manchester,
+        False,
+        None,
+        True,
+    )
     assert counts["entities_matched"] == 1
 
 
 async def test_an_alias_of_another_type_resolves_to_its_entity(migrated_store) -> None:
     store = await migrated_store()
     katherine = await known(store, "Katherine Smith")
-    await store.query(queries.ALIAS_WRITE, {
-        "id": RecordID("alias", alias_key("Person", "kate smith")), "name": "kate smith",
-        "type": "Person", "entity": katherine})
+    await store.query(
+        queries.ALIAS_WRITE,
+        {
+            "id": RecordID("alias", alias_key("Person", "kate smith")),
+            "name": "kate smith",
+            "type": "Person",
+            "entity": katherine,
+        },
+    )
     kate = entity("Kate Smith", "Organization")
     await resolved(store, kate)
     assert (kate.record, kate.is_new) == (katherine, False)
@@ -63,9 +73,15 @@ async def test_an_alias_of_another_type_resolves_to_its_entity(migrated_store) -
 async def test_an_alias_resolves_to_its_entity(migrated_store) -> None:
     store = await migrated_store()
     katherine = await known(store, "Katherine Smith")
-    await store.query(queries.ALIAS_WRITE, {
-        "id": RecordID("alias", alias_key("Person", "kate smith")), "name": "kate smith",
-        "type": "Person", "entity": katherine})
+    await store.query(
+        queries.ALIAS_WRITE,
+        {
+            "id": RecordID("alias", alias_key("Person", "kate smith")),
+            "name": "kate smith",
+            "type": "Person",
+            "entity": katherine,
+        },
+    )
     kate = entity("Kate Smith")
     counts = await resolved(store, kate)
     assert (kate.record, kate.is_new, kate.merge, kate.candidates) == (katherine, False, None, [])
@@ -79,7 +95,10 @@ async def test_a_name_that_says_the_same_is_merged_by_rule(migrated_store) -> No
     counts = await resolved(store, short)
     assert (short.record, short.is_new, short.alias) == (globex, False, "globex")
     assert (short.merge.rule, short.merge.score, short.merge.survivor_name) == (
-        "same_name", 1.0, "Globex LLC")
+        "same_name",
+        1.0,
+        "Globex LLC",
+    )
     assert counts["entities_merged"] == 1
 
 

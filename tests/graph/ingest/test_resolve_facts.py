@@ -37,9 +37,12 @@ def works_at(company: str, valid_at, invalid_at=None, person: str = "Alice Morea
 
 
 async def current(store) -> list[dict]:
-    return to_json(await store.query_one(
-        "SELECT out.name AS target, valid_at, invalid_at, array::len(episodes) AS episodes "
-        "FROM relates_to WHERE expired_at = NONE ORDER BY valid_at, target"))
+    return to_json(
+        await store.query_one(
+            "SELECT out.name AS target, valid_at, invalid_at, array::len(episodes) AS episodes "
+            "FROM relates_to WHERE expired_at = NONE ORDER BY valid_at, target"
+        )
+    )
 
 
 async def test_a_repeated_fact_is_recognised_as_a_repeat(migrated_store) -> None:
@@ -51,8 +54,13 @@ async def test_a_repeated_fact_is_recognised_as_a_repeat(migrated_store) -> None
     assert (ctx.counts["facts_duplicate"], ctx.counts["facts_created"]) == (1, 0)
     await persist(ctx, work, summaries)
     assert await current(store) == [
-        {"target": "Acme Corp", "valid_at": "2024-01-15T00:00:00Z", "invalid_at": None,
-         "episodes": 2}]
+        {
+            "target": "Acme Corp",
+            "valid_at": "2024-01-15T00:00:00Z",
+            "invalid_at": None,
+            "episodes": 2,
+        }
+    ]
 
 
 async def test_a_repeat_that_states_the_end_closes_the_open_fact(migrated_store) -> None:
@@ -75,10 +83,18 @@ async def test_a_new_value_of_a_single_valued_relation_ends_the_old_fact(migrate
     assert (ctx.counts["facts_created"], ctx.counts["facts_invalidated"]) == (1, 1)
     await persist(ctx, work, summaries)
     assert await current(store) == [
-        {"target": "Acme Corp", "valid_at": "2024-01-15T00:00:00Z",
-         "invalid_at": "2024-03-10T00:00:00Z", "episodes": 1},
-        {"target": "Beta Inc", "valid_at": "2024-03-10T00:00:00Z", "invalid_at": None,
-         "episodes": 1},
+        {
+            "target": "Acme Corp",
+            "valid_at": "2024-01-15T00:00:00Z",
+            "invalid_at": "2024-03-10T00:00:00Z",
+            "episodes": 1,
+        },
+        {
+            "target": "Beta Inc",
+            "valid_at": "2024-03-10T00:00:00Z",
+            "invalid_at": None,
+            "episodes": 1,
+        },
     ]
 
 
@@ -92,8 +108,13 @@ async def test_two_new_values_in_one_episode_end_the_old_fact_once(migrated_stor
     assert (ctx.counts["facts_created"], ctx.counts["facts_invalidated"]) == (2, 1)
     await persist(ctx, work, summaries)
     assert [row for row in await current(store) if row["target"] == "Acme Corp"] == [
-        {"target": "Acme Corp", "valid_at": "2024-01-15T00:00:00Z",
-         "invalid_at": "2024-03-10T00:00:00Z", "episodes": 1}]
+        {
+            "target": "Acme Corp",
+            "valid_at": "2024-01-15T00:00:00Z",
+            "invalid_at": "2024-03-10T00:00:00Z",
+            "episodes": 1,
+        }
+    ]
 
 
 async def test_an_older_value_arriving_late_is_closed_by_the_newer_one(migrated_store) -> None:
@@ -130,7 +151,8 @@ async def test_the_models_contradictions_end_only_facts_holding_then(migrated_st
     await said(store, "Alice Moreau", "MEMBER_OF", "Book Club", JAN, invalid_at=FEB)
     go = fact(entity("Alice Moreau"), "MEMBER_OF", entity("Go Club", "Organization"), MAR)
     ctx, _, _ = await resolved(
-        store, go, decide=lambda c: FactDecision(index=0, duplicate_of=None, contradicts=[0, 1, 9]))
+        store, go, decide=lambda c: FactDecision(index=0, duplicate_of=None, contradicts=[0, 1, 9])
+    )
     assert [f["id"] for f in go.contradicts] == [chess.record]  # Book Club had ended by March
     assert (ctx.counts["facts_created"], ctx.counts["facts_invalidated"]) == (1, 1)
 
@@ -138,9 +160,11 @@ async def test_the_models_contradictions_end_only_facts_holding_then(migrated_st
 async def test_the_models_duplicate_makes_a_repeat(migrated_store) -> None:
     store = await migrated_store()
     chess = await said(store, "Alice Moreau", "MEMBER_OF", "Chess Club", JAN)
-    chess_team = fact(entity("Alice Moreau"), "MEMBER_OF",
-                      entity("Chess Team", "Organization"), MAR)
+    chess_team = fact(
+        entity("Alice Moreau"), "MEMBER_OF", entity("Chess Team", "Organization"), MAR
+    )
     ctx, _, _ = await resolved(
-        store, chess_team, decide=lambda c: FactDecision(index=0, duplicate_of=0, contradicts=[]))
+        store, chess_team, decide=lambda c: FactDecision(index=0, duplicate_of=0, contradicts=[])
+    )
     assert chess_team.duplicate_of["id"] == chess.record
     assert (ctx.counts["facts_duplicate"], ctx.counts["facts_created"]) == (1, 0)

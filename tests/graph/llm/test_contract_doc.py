@@ -18,8 +18,11 @@ DOC = Path(__file__).resolve().parents[3] / "docs" / "llm-contract.md"
 def test_documented_schemas_match_the_code() -> None:
     text = DOC.read_text()
     for task, model in (
-        ("extract_graph", Extraction), ("resolve_graph", Resolution), ("rank_passages", Ranking),
-        ("query_keywords", Keywords), ("answer_query", Answer),
+        ("extract_graph", Extraction),
+        ("resolve_graph", Resolution),
+        ("rank_passages", Ranking),
+        ("query_keywords", Keywords),
+        ("answer_query", Answer),
         ("summarize_community", CommunitySummary),
     ):
         assert f"## Task `{task}`" in text

@@ -32,9 +32,23 @@ from kgapp.graph.store import TenantStore
 
 NOW = datetime.now(UTC).replace(microsecond=0)
 DROP = RetentionPolicy(mode="drop", facts_ended_days=30, episodes_days=30)
-TABLES = ("entity", "alias", "relates_to", "retrieval", "episode", "mentions", "has_episode",
-          "occurred_after", "episode_units", "document", "job", "saga", "dedup_candidate",
-          "has_member", "community")
+TABLES = (
+    "entity",
+    "alias",
+    "relates_to",
+    "retrieval",
+    "episode",
+    "mentions",
+    "has_episode",
+    "occurred_after",
+    "episode_units",
+    "document",
+    "job",
+    "saga",
+    "dedup_candidate",
+    "has_member",
+    "community",
+)
 
 
 def days_ago(n: float) -> datetime:
@@ -90,13 +104,31 @@ async def aged_graph(migrated_store) -> TenantStore:
     about 2019) stay. Entities: `ghost` (mentioned only by `old`) is left with nothing;
     `oldco` keeps the revision, `shared` a mention by `young`; `merged` points at `alice`."""
     store = await migrated_store()
-    await store.query(queries.ENTITIES_BULK_INSERT, {"rows": [
-        {"id": R("entity", k), "name": n, "canonical_name": n.lower(), "entity_type": "Thing",
-         "merged_into": R("entity", "alice") if k == "merged" else None}
-        for k, n in (("alice", "Alice"), ("acme", "Acme"), ("beta", "Beta"), ("oldco", "OldCo"),
-                     ("ghost", "Ghost"), ("shared", "Shared"), ("merged", "Alicia"))
-    ]})
-    await store.query("""
+    await store.query(
+        queries.ENTITIES_BULK_INSERT,
+        {
+            "rows": [
+                {
+                    "id": R("entity", k),
+                    "name": n,
+                    "canonical_name": n.lower(),
+                    "entity_type": "Thing",
+                    "merged_into": R("entity", "alice") if k == "merged" else None,
+                }
+                for k, n in (
+                    ("alice", "Alice"),
+                    ("acme", "Acme"),
+                    ("beta", "Beta"),
+                    ("oldco", "OldCo"),
+                    ("ghost", "Ghost"),
+                    ("shared", "Shared"),
+                    ("merged", "Alicia"),
+                )
+            ]
+        },
+    )
+    await store.query(
+        """
         CREATE document:olddoc CONTENT {file_name: 'old.md', content_hash: 'd1', status: 'completed',
             created_at: $old, text: 'old document'};
         CREATE document:mixed CONTENT {file_name: 'mixed.md', content_hash: 'd2', status: 'completed',
@@ -125,24 +157,67 @@ async def aged_graph(migrated_store) -> TenantStore:
         CREATE community:c CONTENT {name: 'c'}; RELATE community:c->has_member->entity:ghost;
         RELATE community:c->has_member->entity:alice;
         CREATE retrieval:gone CONTENT {fact: relates_to:gone, count: 2.0};
-    """, {"old": days_ago(100), "young": days_ago(1)})
+    """,
+        {"old": days_ago(100), "young": days_ago(1)},
+    )
     fact = {"relation": "WORKS_AT", "valid_at": days_ago(400)}
-    await store.query(queries.FACTS_BULK_INSERT, {"rows": [
-        {**fact, "id": R("relates_to", "gone"), "in": R("entity", "alice"), "out": R("entity", "oldco"),
-         "fact": "Alice works at OldCo.", "created_at": days_ago(200), "expired_at": days_ago(40),
-         "superseded_by": R("relates_to", "current")},
-        {**fact, "id": R("relates_to", "revision"), "in": R("entity", "alice"), "out": R("entity", "oldco"),
-         "fact": "Alice worked at OldCo.", "created_at": days_ago(40), "invalid_at": days_ago(50),
-         "revision_of": R("relates_to", "gone"), "superseded_by": R("relates_to", "current")},
-        {**fact, "id": R("relates_to", "recent"), "in": R("entity", "alice"), "out": R("entity", "acme"),
-         "fact": "Alice works at Acme.", "created_at": days_ago(90), "expired_at": days_ago(5)},
-        {**fact, "id": R("relates_to", "current"), "in": R("entity", "alice"), "out": R("entity", "beta"),
-         "fact": "Alice works at Beta.", "created_at": days_ago(100),
-         "episodes": [R("episode", "old"), R("episode", "young")], "supersedes": R("relates_to", "gone")},
-        {**fact, "id": R("relates_to", "orphaned"), "in": R("entity", "shared"), "out": R("entity", "beta"),
-         "relation": "KNOWS", "fact": "Shared knows Beta.", "created_at": days_ago(100),
-         "episodes": [R("episode", "old")]},
-    ]})
+    await store.query(
+        queries.FACTS_BULK_INSERT,
+        {
+            "rows": [
+                {
+                    **fact,
+                    "id": R("relates_to", "gone"),
+                    "in": R("entity", "alice"),
+                    "out": R("entity", "oldco"),
+                    "fact": "Alice works at OldCo.",
+                    "created_at": days_ago(200),
+                    "expired_at": days_ago(40),
+                    "superseded_by": R("relates_to", "current"),
+                },
+                {
+                    **fact,
+                    "id": R("relates_to", "revision"),
+                    "in": R("entity", "alice"),
+                    "out": R("entity", "oldco"),
+                    "fact": "Alice worked at OldCo.",
+                    "created_at": days_ago(40),
+                    "invalid_at": days_ago(50),
+                    "revision_of": R("relates_to", "gone"),
+                    "superseded_by": R("relates_to", "current"),
+                },
+                {
+                    **fact,
+                    "id": R("relates_to", "recent"),
+                    "in": R("entity", "alice"),
+                    "out": R("entity", "acme"),
+                    "fact": "Alice works at Acme.",
+                    "created_at": days_ago(90),
+                    "expired_at": days_ago(5),
+                },
+                {
+                    **fact,
+                    "id": R("relates_to", "current"),
+                    "in": R("entity", "alice"),
+                    "out": R("entity", "beta"),
+                    "fact": "Alice works at Beta.",
+                    "created_at": days_ago(100),
+                    "episodes": [R("episode", "old"), R("episode", "young")],
+                    "supersedes": R("relates_to", "gone"),
+                },
+                {
+                    **fact,
+                    "id": R("relates_to", "orphaned"),
+                    "in": R("entity", "shared"),
+                    "out": R("entity", "beta"),
+                    "relation": "KNOWS",
+                    "fact": "Shared knows Beta.",
+                    "created_at": days_ago(100),
+                    "episodes": [R("episode", "old")],
+                },
+            ]
+        },
+    )
     return store
 
 
@@ -152,8 +227,15 @@ async def rows_by_id(store: TenantStore) -> dict[str, dict[str, Any]]:
 
 
 GONE = {
-    "relates_to:gone", "retrieval:gone", "episode:old", "episode:old_chunk", "episode:mixed_old",
-    "episode_units:old", "document:olddoc", "job:olddocjob", "entity:ghost",
+    "relates_to:gone",
+    "retrieval:gone",
+    "episode:old",
+    "episode:old_chunk",
+    "episode:mixed_old",
+    "episode_units:old",
+    "document:olddoc",
+    "job:olddocjob",
+    "entity:ghost",
 }
 
 
@@ -171,7 +253,9 @@ async def test_the_plan_names_what_the_policy_drops_and_nothing_else(migrated_st
     assert keys(plan.entities) == {"entity:ghost"}
     assert keys(plan.unlinked) == {"relates_to:current", "relates_to:orphaned"}
     # Facts only, or episodes only: the other kind is left alone.
-    facts_only = await retention_plan(store, RetentionPolicy(mode="drop", facts_ended_days=30), now=NOW)
+    facts_only = await retention_plan(
+        store, RetentionPolicy(mode="drop", facts_ended_days=30), now=NOW
+    )
     assert keys(facts_only.facts) == {"relates_to:gone"} and facts_only.episodes == []
     assert keys(facts_only.entities) == set()
     longer = await retention_plan(store, RetentionPolicy(mode="drop", facts_ended_days=3), now=NOW)
@@ -185,8 +269,13 @@ async def test_applying_removes_the_plan_keeps_the_rest_and_archives_every_row(
     store = await aged_graph(migrated_store)
     before = await rows_by_id(store)
     preview = await retention_preview(store, DROP, now=NOW)
-    assert preview["counts"] == {"facts": 1, "episodes": 3, "documents": 1, "entities": 1,
-                                 "facts_unlinked": 2}
+    assert preview["counts"] == {
+        "facts": 1,
+        "episodes": 3,
+        "documents": 1,
+        "entities": 1,
+        "facts_unlinked": 2,
+    }
     assert await rows_by_id(store) == before  # a preview changes nothing
     assert [f["fact"] for f in preview["sample"]["facts"]] == ["Alice works at OldCo."]
 
@@ -194,12 +283,24 @@ async def test_applying_removes_the_plan_keeps_the_rest_and_archives_every_row(
     after = await rows_by_id(store)
     removed = set(before) - set(after)
     # Edges of removed episodes and entities go with them.
-    edges = {k for k in removed if k.split(":")[0] in
-             ("mentions", "has_episode", "occurred_after", "alias", "dedup_candidate", "has_member")}
+    edges = {
+        k
+        for k in removed
+        if k.split(":")[0]
+        in ("mentions", "has_episode", "occurred_after", "alias", "dedup_candidate", "has_member")
+    }
     assert removed - edges == GONE
-    assert {before[k]["in"] if "in" in before[k] else before[k].get("entity", before[k].get("a"))
-            for k in edges} <= {"episode:old", "saga:talk", "episode:young", "entity:oldco",
-                                "entity:ghost", "community:c"}
+    assert {
+        before[k]["in"] if "in" in before[k] else before[k].get("entity", before[k].get("a"))
+        for k in edges
+    } <= {
+        "episode:old",
+        "saga:talk",
+        "episode:young",
+        "entity:oldco",
+        "entity:ghost",
+        "community:c",
+    }
     assert {"entity:shared", "entity:alice", "entity:merged", "entity:oldco"} <= set(after)
     # Kept facts lose only the removed episode and the links to the removed fact.
     assert after["relates_to:current"]["episodes"] == ["episode:young"]
@@ -215,13 +316,22 @@ async def test_applying_removes_the_plan_keeps_the_rest_and_archives_every_row(
     assert [f.name for f in archive_list(directory)] == [report.archive]
     manifest, lines = archive_read(directory / report.archive)
     assert manifest["policy"] == DROP.as_dict() and manifest["namespace"] == store.namespace
-    archived = {line["row"]["id"]: line for line in lines if line["kind"] not in ("provenance", "link")}
+    archived = {
+        line["row"]["id"]: line for line in lines if line["kind"] not in ("provenance", "link")
+    }
     assert set(archived) == removed
     for key in removed:
-        row = {k: v for k, v in before[key].items() if not k.endswith("embedding") and k != "vectors"}
+        row = {
+            k: v for k, v in before[key].items() if not k.endswith("embedding") and k != "vectors"
+        }
         assert {k: v for k, v in archived[key]["row"].items() if k != "vectors_omitted"} == row
-    provenance = {line["row"]["id"]: line["row"]["episodes"] for line in lines if line["kind"] == "provenance"}
-    assert provenance == {"relates_to:current": ["episode:old"], "relates_to:orphaned": ["episode:old"]}
+    provenance = {
+        line["row"]["id"]: line["row"]["episodes"] for line in lines if line["kind"] == "provenance"
+    }
+    assert provenance == {
+        "relates_to:current": ["episode:old"],
+        "relates_to:orphaned": ["episode:old"],
+    }
     links = {line["row"]["id"] for line in lines if line["kind"] == "link"}
     assert links == {"relates_to:current", "relates_to:revision"}
     assert report.removed["fact"] == 1 and report.removed["mention"] == 3
@@ -263,12 +373,16 @@ class _Interloper(TenantStore):
         super().__init__(store._pool)
 
     async def transaction(self, sql: str, params: dict[str, Any] | None = None) -> list[Any]:
-        await self.query("CREATE episode:late CONTENT {content: 'Ghost again', content_hash: 'x'};"
-                         "RELATE episode:late->mentions->entity:ghost;")
+        await self.query(
+            "CREATE episode:late CONTENT {content: 'Ghost again', content_hash: 'x'};"
+            "RELATE episode:late->mentions->entity:ghost;"
+        )
         return await super().transaction(sql, params)
 
 
-async def test_a_run_that_fails_leaves_the_graph_and_no_archive(migrated_store, tmp_path: Path) -> None:
+async def test_a_run_that_fails_leaves_the_graph_and_no_archive(
+    migrated_store, tmp_path: Path
+) -> None:
     store = await aged_graph(migrated_store)
     before = await rows_by_id(store)
     # The archive cannot be written: nothing is deleted.

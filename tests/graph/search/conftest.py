@@ -24,8 +24,13 @@ async def alice_moves(migrated_store):
 
     async def run(text: str, when: datetime) -> None:
         job = await jobs.job_create(store, kind="t")
-        await ingest_job(store, job["id"], [EpisodeInput(content=text, source="text", reference_time=when)],
-                         embedder=local_embedder(), llm=None)
+        await ingest_job(
+            store,
+            job["id"],
+            [EpisodeInput(content=text, source="text", reference_time=when)],
+            embedder=local_embedder(),
+            llm=None,
+        )
 
     await run("Alice works at Acme Corp.", at(2024, 1, 15))
     between = datetime.now(UTC)

@@ -24,14 +24,15 @@ def graph(edges: list[tuple[str, str]], confidence: float = 1.0):
 
 
 async def test_decays_per_hop_and_respects_the_threshold() -> None:
-    levels = await spread({"a": 1.0}, graph([("a", "b"), ("b", "c"), ("c", "d"), ("d", "e")]),
-                          ActivationConfig(), NOW)
+    levels = await spread(
+        {"a": 1.0}, graph([("a", "b"), ("b", "c"), ("c", "d"), ("d", "e")]), ActivationConfig(), NOW
+    )
     assert levels["a"] == pytest.approx(1.0)
     assert levels["b"] == pytest.approx(0.85)  # one hop: score x decay x confidence
     # Every active node spreads on every hop, so c is reached twice (clamped sum) ...
-    assert levels["c"] == pytest.approx(min(1.0, 2 * 0.85 ** 2))
+    assert levels["c"] == pytest.approx(min(1.0, 2 * 0.85**2))
     # ... d once, on the third hop, from c's first arrival.
-    assert levels["d"] == pytest.approx(0.85 ** 3)
+    assert levels["d"] == pytest.approx(0.85**3)
     assert "e" not in levels  # beyond max_hops = 3
     weak = await spread({"a": 0.05}, graph([("a", "b")]), ActivationConfig(), NOW)
     assert weak == {}  # SA-INV-01: a seed below the threshold does not start

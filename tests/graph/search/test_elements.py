@@ -28,14 +28,31 @@ def E(key: str) -> RecordID:
 
 async def graph(store, facts: list[tuple[str, str, str]]) -> None:
     names = sorted({end for _, a, b in facts for end in (a, b)} | {"lonely"})
-    await store.query(queries.ENTITIES_BULK_INSERT, {"rows": [
-        {"id": E(n), "name": n, "canonical_name": n, "entity_type": "Person"} for n in names
-    ]})
-    await store.query(queries.FACTS_BULK_INSERT, {"rows": [
-        {"id": RecordID("relates_to", key), "in": E(a), "out": E(b), "relation": "KNOWS",
-         "fact": f"{a} knows {b}.", "valid_at": WHEN, "created_at": WHEN}
-        for key, a, b in facts
-    ]})
+    await store.query(
+        queries.ENTITIES_BULK_INSERT,
+        {
+            "rows": [
+                {"id": E(n), "name": n, "canonical_name": n, "entity_type": "Person"} for n in names
+            ]
+        },
+    )
+    await store.query(
+        queries.FACTS_BULK_INSERT,
+        {
+            "rows": [
+                {
+                    "id": RecordID("relates_to", key),
+                    "in": E(a),
+                    "out": E(b),
+                    "relation": "KNOWS",
+                    "fact": f"{a} knows {b}.",
+                    "valid_at": WHEN,
+                    "created_at": WHEN,
+                }
+                for key, a, b in facts
+            ]
+        },
+    )
 
 
 async def scanned(store, entities: list[RecordID], limit: int) -> list[str]:
@@ -47,11 +64,19 @@ async def test_the_facts_of_entities_that_fit_the_limit_come_as_a_scan_gave_them
     migrated_store,
 ) -> None:
     store = await migrated_store()
-    await graph(store, [
-        ("f09", "ann", "bob"), ("f10", "bob", "ann"), ("f02", "bob", "cat"),
-        ("f11", "cat", "dan"), ("f01", "dan", "ann"), ("f20", "ann", "ann"),
-        ("f05", "eve", "dan"), ("f07", "cat", "bob"),
-    ])
+    await graph(
+        store,
+        [
+            ("f09", "ann", "bob"),
+            ("f10", "bob", "ann"),
+            ("f02", "bob", "cat"),
+            ("f11", "cat", "dan"),
+            ("f01", "dan", "ann"),
+            ("f20", "ann", "ann"),
+            ("f05", "eve", "dan"),
+            ("f07", "cat", "bob"),
+        ],
+    )
     for entities in ([E("ann"), E("bob")], [E("cat"), E("dan"), E("ann")], [E("lonely")], []):
         for limit in (1, 3, 8, 50):
             facts = await _all_facts(store, entities, limit)

@@ -37,13 +37,22 @@ async def ingested(migrated_store, episodes: list[EpisodeInput]):
 @pytest.fixture
 async def sessions(migrated_store):
     """Two sessions of a conversation, each on its own day."""
-    return await ingested(migrated_store, [
-        EpisodeInput(content="Caroline: I went to the LGBTQ support group yesterday.\n"
-                             "Melanie: That sounds powerful, Caroline.",
-                     source="message", reference_time=datetime(2023, 5, 8, 13, 56, tzinfo=UTC)),
-        EpisodeInput(content="Melanie: I painted a lake sunrise last year.",
-                     source="message", reference_time=datetime(2023, 5, 25, 9, tzinfo=UTC)),
-    ])
+    return await ingested(
+        migrated_store,
+        [
+            EpisodeInput(
+                content="Caroline: I went to the LGBTQ support group yesterday.\n"
+                "Melanie: That sounds powerful, Caroline.",
+                source="message",
+                reference_time=datetime(2023, 5, 8, 13, 56, tzinfo=UTC),
+            ),
+            EpisodeInput(
+                content="Melanie: I painted a lake sunrise last year.",
+                source="message",
+                reference_time=datetime(2023, 5, 25, 9, tzinfo=UTC),
+            ),
+        ],
+    )
 
 
 def sections(text: str) -> dict[str, list[str]]:
@@ -99,13 +108,19 @@ async def test_budget_counts_the_dates_and_drops_the_weakest_excerpt_first(sessi
     # room for any, the section goes, header and all.
     before = full.split("\n\n## Sources")[0]
     room = count_tokens(before) + count_tokens("## Sources") + count_tokens(sources[0])
-    assert await ask(sessions, "mix", max_total_tokens=room) == f"{before}\n\n## Sources\n{sources[0]}"
+    assert (
+        await ask(sessions, "mix", max_total_tokens=room) == f"{before}\n\n## Sources\n{sources[0]}"
+    )
     reply = sources[0].split("] Caroline: ")[0] + "] Melanie: That sounds powerful, Caroline."
-    assert await ask(sessions, "mix", max_total_tokens=room - 1) == f"{before}\n\n## Sources\n{reply}"
+    assert (
+        await ask(sessions, "mix", max_total_tokens=room - 1) == f"{before}\n\n## Sources\n{reply}"
+    )
     room = count_tokens(before) + count_tokens("## Sources") + count_tokens(reply)
     assert await ask(sessions, "mix", max_total_tokens=room - 1) == before
     first = full.split("\n")[:2]
-    assert await ask(sessions, "mix", max_total_tokens=count_tokens("\n".join(first))) == "\n".join(first)
+    assert await ask(sessions, "mix", max_total_tokens=count_tokens("\n".join(first))) == "\n".join(
+        first
+    )
     assert await ask(sessions, "mix", max_total_tokens=count_tokens("\n".join(first)) - 1) == ""
     for budget in range(0, exact, 7):
         assert count_tokens(await ask(sessions, "mix", max_total_tokens=budget)) <= budget
@@ -130,17 +145,29 @@ ACME = (
 @pytest.fixture
 async def talk(migrated_store):
     """A session of eight messages, and a short text."""
-    return await ingested(migrated_store, [
-        EpisodeInput(content="\n".join(TALK), source="message",
-                     reference_time=datetime(2023, 5, 8, 13, 56, tzinfo=UTC)),
-        EpisodeInput(content=ACME, source="text", reference_time=datetime(2023, 5, 20, 9, tzinfo=UTC)),
-    ])
+    return await ingested(
+        migrated_store,
+        [
+            EpisodeInput(
+                content="\n".join(TALK),
+                source="message",
+                reference_time=datetime(2023, 5, 8, 13, 56, tzinfo=UTC),
+            ),
+            EpisodeInput(
+                content=ACME, source="text", reference_time=datetime(2023, 5, 20, 9, tzinfo=UTC)
+            ),
+        ],
+    )
 
 
 async def test_sources_quote_the_matching_messages_with_the_reply(talk) -> None:
     question = "What did Caroline bring to the picnic?"
-    result = await query(talk, QueryRequest(question=question, mode="naive", max_total_tokens=80),
-                         local_embedder(), None)
+    result = await query(
+        talk,
+        QueryRequest(question=question, mode="naive", max_total_tokens=80),
+        local_embedder(),
+        None,
+    )
     assert count_tokens(result.context_text) <= 80
     lines = sections(result.context_text)["## Sources"]
     text = "\n".join(lines)
@@ -157,14 +184,17 @@ async def test_sources_quote_the_matching_messages_with_the_reply(talk) -> None:
 
 
 async def test_excerpts_keep_their_order_and_mark_gaps(talk) -> None:
-    lines = sections(await ask(talk, "naive", "What did Caroline bring to the picnic?",
-                               max_total_tokens=60))["## Sources"]
+    lines = sections(
+        await ask(talk, "naive", "What did Caroline bring to the picnic?", max_total_tokens=60)
+    )["## Sources"]
     assert lines[0].startswith("- [8 May 2023] [S1] ")
     # Each line a message of the session, in the session's order, with "…" where
     # messages between two quoted ones are left out, and nowhere else.
     shown = [lines[0].removeprefix("- [8 May 2023] [S1] "), *(line.strip() for line in lines[1:])]
-    positions = [-1 if line == "…" else next(i for i, m in enumerate(TALK) if line.startswith(m))
-                 for line in shown]
+    positions = [
+        -1 if line == "…" else next(i for i, m in enumerate(TALK) if line.startswith(m))
+        for line in shown
+    ]
     quoted = [p for p in positions if p >= 0]
     assert quoted == sorted(quoted) and len(quoted) < len(TALK) and -1 in positions
     assert {3, 4} <= set(quoted)  # the question asked in the talk, and its answer
@@ -175,55 +205,84 @@ async def test_excerpts_keep_their_order_and_mark_gaps(talk) -> None:
         if before >= 0 and after >= 0:
             assert after == before + 1
     everything = await ask(talk, "naive", "Which cat did Caroline adopt last month?")
-    assert "  Caroline: I adopted a cat named Bella last month. [refers to April 2023]" in everything
+    assert (
+        "  Caroline: I adopted a cat named Bella last month. [refers to April 2023]" in everything
+    )
 
 
 async def test_a_text_is_quoted_by_the_sentence(talk) -> None:
     result = await query(
-        talk, QueryRequest(question="Where did Acme move its headquarters?", mode="naive",
-                           max_total_tokens=40), local_embedder(), None)
+        talk,
+        QueryRequest(
+            question="Where did Acme move its headquarters?", mode="naive", max_total_tokens=40
+        ),
+        local_embedder(),
+        None,
+    )
     lines = sections(result.context_text)["## Sources"]
     [chunk] = result.chunks
     # A date the sentence writes out needs no note; the sentence after it comes along
     # (it may go on), not the text before.
-    assert lines == ["- [20 May 2023] [S1] The company moved its headquarters to Shelbyville "
-                     "in March 2021.", "  Its mascot is a roadrunner."]
+    assert lines == [
+        "- [20 May 2023] [S1] The company moved its headquarters to Shelbyville in March 2021.",
+        "  Its mascot is a roadrunner.",
+    ]
     assert chunk["content"] == ACME and chunk["ref"] == "S1"
-    assert chunk["excerpts"] == ["The company moved its headquarters to Shelbyville in March 2021.",
-                                 "Its mascot is a roadrunner."]
+    assert chunk["excerpts"] == [
+        "The company moved its headquarters to Shelbyville in March 2021.",
+        "Its mascot is a roadrunner.",
+    ]
 
 
 async def test_the_overlap_of_chunks_is_quoted_once(migrated_store) -> None:
     shared = "The vault under the library holds the old maps."
     chunks = [f"The library opened in 1920. {shared}", f"{shared} Visitors need a pass."]
-    store = await ingested(migrated_store, [
-        EpisodeInput(content=text, source="chunk", chunk_index=n,
-                     reference_time=datetime(2024, 3, 1, tzinfo=UTC))
-        for n, text in enumerate(chunks)
-    ])
-    text = await ask(store, "naive", "What does the vault under the library hold? Who needs a pass?")
+    store = await ingested(
+        migrated_store,
+        [
+            EpisodeInput(
+                content=text,
+                source="chunk",
+                chunk_index=n,
+                reference_time=datetime(2024, 3, 1, tzinfo=UTC),
+            )
+            for n, text in enumerate(chunks)
+        ],
+    )
+    text = await ask(
+        store, "naive", "What does the vault under the library hold? Who needs a pass?"
+    )
     assert text.count(shared) == 1
     assert "The library opened in 1920." in text and "Visitors need a pass." in text
 
 
 async def test_one_hop_facts_are_those_that_bear_on_the_question(talk) -> None:
-    facts = sections(await ask(talk, "local", "When did Caroline go to the support group?"))["## Facts"]
+    facts = sections(await ask(talk, "local", "When did Caroline go to the support group?"))[
+        "## Facts"
+    ]
     assert facts == ["- Caroline went to the LGBTQ support group. [since 7 May 2023]"]
     # A question about the entity as a whole gets all its facts.
     whole = sections(await ask(talk, "local", "Who is Caroline?"))["## Facts"]
-    assert {"- Caroline went to the LGBTQ support group. [since 7 May 2023]",
-            "- Caroline adopted Bella. [since 1 April 2023]",
-            "- Caroline started learning the acoustic guitar. [since 8 May 2023]"} <= set(whole)
+    assert {
+        "- Caroline went to the LGBTQ support group. [since 7 May 2023]",
+        "- Caroline adopted Bella. [since 1 April 2023]",
+        "- Caroline started learning the acoustic guitar. [since 8 May 2023]",
+    } <= set(whole)
 
 
 def test_entity_summary_says_each_thing_once() -> None:
-    jon = {"id": "entity:jon", "name": "Jon", "entity_type": "Person",
-           "summary": "Jon is a dancer. Jon lost his job. Jon is a dancer. Jon opened a dance studio."}
+    jon = {
+        "id": "entity:jon",
+        "name": "Jon",
+        "entity_type": "Person",
+        "summary": "Jon is a dancer. Jon lost his job. Jon is a dancer. Jon opened a dance studio.",
+    }
     said = frozenset({_statement("Jon lost his job.")})
 
     def summary(question: str = "", entities: tuple[dict[str, Any], ...] = (jon,)) -> str:
         return _entity_summaries(list(entities), question, said if question else frozenset())[
-            "entity:jon"]
+            "entity:jon"
+        ]
 
     assert summary() == "Jon is a dancer. Jon lost his job. Jon opened a dance studio."
     # Not what the facts section says, and of the rest what bears on the question...
@@ -232,8 +291,10 @@ def test_entity_summary_says_each_thing_once() -> None:
     assert summary("Who is Jon?") == "Jon is a dancer. Jon opened a dance studio."
     assert summary("Where does Jon live?") == ""
     # A name that most of the entities' sentences say (the speaker's) bears on nothing.
-    family = [{"id": f"entity:{n}", "name": f"Jon's {n}", "summary": f"Jon has a {n}."}
-              for n in ("brother", "sister", "cat")]
+    family = [
+        {"id": f"entity:{n}", "name": f"Jon's {n}", "summary": f"Jon has a {n}."}
+        for n in ("brother", "sister", "cat")
+    ]
     assert summary("What movie did Jon watch?", (jon, *family)) == ""
     assert summary("Which studio did Jon open?", (jon, *family)) == "Jon opened a dance studio."
     assert _entity_line(jon, "Jon is a dancer.") == "- Jon (Person): Jon is a dancer."
@@ -243,8 +304,12 @@ def test_entity_summary_says_each_thing_once() -> None:
 async def test_a_passage_is_found_by_meaning_without_a_shared_word(talk) -> None:
     # No word of the question is in the session (nor "kitten" anywhere): BM25 alone
     # quotes nothing; the message about the cat is nearest by meaning.
-    result = await query(talk, QueryRequest(question="Who owns a kitten?", mode="naive",
-                                            max_total_tokens=40), local_embedder(), None)
+    result = await query(
+        talk,
+        QueryRequest(question="Who owns a kitten?", mode="naive", max_total_tokens=40),
+        local_embedder(),
+        None,
+    )
     sources = "\n".join(sections(result.context_text)["## Sources"])
     assert "Caroline: I adopted a cat named Bella last month." in sources
     assert "Acme" not in sources and "support group" not in sources
@@ -252,15 +317,23 @@ async def test_a_passage_is_found_by_meaning_without_a_shared_word(talk) -> None
 
 async def test_a_question_naming_a_day_gets_that_days_passages(migrated_store) -> None:
     days = [datetime(2023, 3, day, 18, tzinfo=UTC) for day in (2, 9, 16)]
-    store = await ingested(migrated_store, [
-        EpisodeInput(content=f"Nora: We watched {film} at the cinema tonight.", source="message",
-                     reference_time=day)
-        for film, day in zip(("Alien", "Heat", "Jaws"), days, strict=True)
-    ])
+    store = await ingested(
+        migrated_store,
+        [
+            EpisodeInput(
+                content=f"Nora: We watched {film} at the cinema tonight.",
+                source="message",
+                reference_time=day,
+            )
+            for film, day in zip(("Alien", "Heat", "Jaws"), days, strict=True)
+        ],
+    )
     for film, day in zip(("Alien", "Heat", "Jaws"), days, strict=True):
         question = f"Which film did Nora watch on {day.day} March, 2023?"
         lines = sections(await ask(store, "naive", question, max_total_tokens=30))["## Sources"]
-        assert lines == [f"- [{day.day} March 2023] [S1] Nora: We watched {film} at the cinema tonight."]
+        assert lines == [
+            f"- [{day.day} March 2023] [S1] Nora: We watched {film} at the cinema tonight."
+        ]
 
 
 async def test_passage_vectors_are_written_after_the_episodes_and_go_with_them(talk) -> None:
@@ -277,17 +350,23 @@ async def test_passage_vectors_are_written_after_the_episodes_and_go_with_them(t
         assert len(episode["content_embedding"]) == 384
     gone = next(e["id"] for e in episodes if e["source"] == "text")
     await episodes_remove(talk, [gone])
-    assert [str(r["episode"]) for r in await talk.query_one("SELECT episode FROM episode_units;")] == [
-        str(e["id"]) for e in episodes if e["id"] != gone
-    ]
+    assert [
+        str(r["episode"]) for r in await talk.query_one("SELECT episode FROM episode_units;")
+    ] == [str(e["id"]) for e in episodes if e["id"] != gone]
 
 
 async def test_a_first_of_the_month_named_as_a_day_is_shown_as_that_day(migrated_store) -> None:
-    store = await ingested(migrated_store, [
-        EpisodeInput(content="Joanna: I watched the whole trilogy last night!\n"
-                             "Joanna: I am moving house next month.",
-                     source="message", reference_time=datetime(2022, 5, 2, 11, tzinfo=UTC)),
-    ])
+    store = await ingested(
+        migrated_store,
+        [
+            EpisodeInput(
+                content="Joanna: I watched the whole trilogy last night!\n"
+                "Joanna: I am moving house next month.",
+                source="message",
+                reference_time=datetime(2022, 5, 2, 11, tzinfo=UTC),
+            ),
+        ],
+    )
     text = await ask(store, "naive", "What did Joanna watch? When is she moving house?")
     assert "Joanna: I watched the whole trilogy last night! [refers to 1 May 2022]" in text
     assert "Joanna: I am moving house next month. [refers to June 2022]" in text

@@ -36,7 +36,9 @@ def test_mmr_keeps_near_duplicates_out_of_the_top_two() -> None:
 
 
 def test_node_distance_orders_by_hops_then_fallback() -> None:
-    ranked = rerank.by_distance(["x", "y", "z", "w"], {"y": 1, "z": 2, "x": 2}, ["w", "x", "z", "y"])
+    ranked = rerank.by_distance(
+        ["x", "y", "z", "w"], {"y": 1, "z": 2, "x": 2}, ["w", "x", "z", "y"]
+    )
     assert [k for k, _ in ranked] == ["y", "x", "z", "w"]
     assert dict(ranked)["y"] == pytest.approx(0.5) and dict(ranked)["w"] == 0.0
 

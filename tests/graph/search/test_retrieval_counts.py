@@ -19,8 +19,15 @@ AT_ONCE = 3
 
 async def test_searches_at_once_count_every_retrieval_once(migrated_store) -> None:
     store = await migrated_store()
-    hits = [Hit(id=f"relates_to:f{n}", score=1.0, found_by=["bm25"],
-                record={"id": RecordID("relates_to", f"f{n}")}) for n in range(FACTS)]
+    hits = [
+        Hit(
+            id=f"relates_to:f{n}",
+            score=1.0,
+            found_by=["bm25"],
+            record={"id": RecordID("relates_to", f"f{n}")},
+        )
+        for n in range(FACTS)
+    ]
     for _ in range(ROUNDS):
         await asyncio.gather(*(count_retrievals(store, hits) for _ in range(AT_ONCE)))
     counts = await store.query_one("SELECT VALUE count FROM retrieval")

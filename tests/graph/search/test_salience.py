@@ -56,10 +56,17 @@ def test_more_of_anything_never_ranks_lower(standings, limit, field) -> None:
     for i, standing in enumerate(standings):
         if standing not in chosen:
             continue
-        raised = Standing(standing.key, standing.name, **{
-            "degree": standing.degree, "mentions": standing.mentions,
-            field: getattr(standing, field) + 5}, pinned=standing.pinned)
-        again = most_salient([*standings[:i], raised, *standings[i + 1:]], limit)
+        raised = Standing(
+            standing.key,
+            standing.name,
+            **{
+                "degree": standing.degree,
+                "mentions": standing.mentions,
+                field: getattr(standing, field) + 5,
+            },
+            pinned=standing.pinned,
+        )
+        again = most_salient([*standings[:i], raised, *standings[i + 1 :]], limit)
         assert raised in again
 
 
@@ -70,19 +77,50 @@ def E(key: str) -> RecordID:
 async def chat(store, speakers: int = 2) -> None:
     """Two speakers with many facts about generic nouns; places and a book talked about in
     many messages, with no fact; a named friend with one fact."""
-    names = {"jon": "Jon", "gina": "Gina", "bali": "Bali", "sapiens": "Sapiens",
-             "paris": "Paris", "maria": "Maria"}
+    names = {
+        "jon": "Jon",
+        "gina": "Gina",
+        "bali": "Bali",
+        "sapiens": "Sapiens",
+        "paris": "Paris",
+        "maria": "Maria",
+    }
     generic = [f"thing{i}" for i in range(12)]
     names |= {g: g for g in generic}
-    await store.query(queries.ENTITIES_BULK_INSERT, {"rows": [
-        {"id": E(k), "name": n, "canonical_name": n.casefold(), "entity_type": "Concept",
-         "degree": 0} for k, n in names.items()]})
+    await store.query(
+        queries.ENTITIES_BULK_INSERT,
+        {
+            "rows": [
+                {
+                    "id": E(k),
+                    "name": n,
+                    "canonical_name": n.casefold(),
+                    "entity_type": "Concept",
+                    "degree": 0,
+                }
+                for k, n in names.items()
+            ]
+        },
+    )
     facts = [("jon", g) for g in generic[:6]] + [("gina", g) for g in generic[6:]]
     facts += [("jon", "maria")]
-    await store.query(queries.FACTS_BULK_INSERT, {"rows": [
-        {"id": RecordID("relates_to", f"f{i}"), "in": E(a), "out": E(b), "relation": "LIKES",
-         "fact": f"{a} likes {b}.", "valid_at": WHEN, "created_at": WHEN}
-        for i, (a, b) in enumerate(facts)]})
+    await store.query(
+        queries.FACTS_BULK_INSERT,
+        {
+            "rows": [
+                {
+                    "id": RecordID("relates_to", f"f{i}"),
+                    "in": E(a),
+                    "out": E(b),
+                    "relation": "LIKES",
+                    "fact": f"{a} likes {b}.",
+                    "valid_at": WHEN,
+                    "created_at": WHEN,
+                }
+                for i, (a, b) in enumerate(facts)
+            ]
+        },
+    )
     degree: dict[str, int] = {}
     for a, b in facts:
         degree[a] = degree.get(a, 0) + 1
@@ -95,10 +133,12 @@ async def chat(store, speakers: int = 2) -> None:
     for key, times in said.items():
         for _ in range(times):
             episode += 1
-            await store.query("CREATE $e SET content = 'm', source = 'message', valid_at = $w, "
-                              "content_hash = type::string($e); "
-                              "RELATE $e->mentions->$x;",
-                              {"e": RecordID("episode", f"p{episode}"), "w": WHEN, "x": E(key)})
+            await store.query(
+                "CREATE $e SET content = 'm', source = 'message', valid_at = $w, "
+                "content_hash = type::string($e); "
+                "RELATE $e->mentions->$x;",
+                {"e": RecordID("episode", f"p{episode}"), "w": WHEN, "x": E(key)},
+            )
 
 
 def labels(elements) -> list[str]:

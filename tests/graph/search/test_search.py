@@ -31,8 +31,12 @@ def targets(facts) -> list[str]:
 
 async def test_as_of_and_known_at(alice) -> None:
     store, entity, between = alice
-    assert targets(await entity_facts(store, entity, Moment.of(as_of=at(2024, 1, 20)))) == ["Acme Corp"]
-    assert targets(await entity_facts(store, entity, Moment.of(as_of=at(2024, 3, 1)))) == ["Beta Inc"]
+    assert targets(await entity_facts(store, entity, Moment.of(as_of=at(2024, 1, 20)))) == [
+        "Acme Corp"
+    ]
+    assert targets(await entity_facts(store, entity, Moment.of(as_of=at(2024, 3, 1)))) == [
+        "Beta Inc"
+    ]
     # As known before the second episode, Acme was current even for March.
     before = Moment.of(as_of=at(2024, 3, 1), known_at=between)
     assert targets(await entity_facts(store, entity, before)) == ["Acme Corp"]
@@ -57,37 +61,61 @@ async def test_history_follows_the_chain_both_ways(alice) -> None:
 
 async def test_hybrid_search_finds_facts_by_words_and_meaning(alice) -> None:
     store, entity, _ = alice
-    results = await search(store, SearchRequest(query="Beta", scopes=("facts", "entities")),
-                           local_embedder())
+    results = await search(
+        store, SearchRequest(query="Beta", scopes=("facts", "entities")), local_embedder()
+    )
     assert results.facts and results.facts[0].record["target_name"] == "Beta Inc"
     assert "bm25" in results.facts[0].found_by
     assert any(h.record["name"] == "Beta Inc" for h in results.entities)
     # The Acme fact ended: the current-only default hides it from search too.
     assert all(h.record["target_name"] != "Acme Corp" for h in results.facts)
-    past = await search(store, SearchRequest(query="employer of Alice", methods=("cosine",),
-                        moment=Moment.of(as_of=at(2024, 1, 20))), local_embedder())
+    past = await search(
+        store,
+        SearchRequest(
+            query="employer of Alice", methods=("cosine",), moment=Moment.of(as_of=at(2024, 1, 20))
+        ),
+        local_embedder(),
+    )
     assert [h.record["target_name"] for h in past.facts] == ["Acme Corp"]
 
 
 async def test_node_distance_puts_the_center_neighbourhood_first(migrated_store) -> None:
     store = await migrated_store()
     job = await jobs.job_create(store, kind="t")
-    texts = ["Nora works at Orbital Labs.", "Omar works at Orbital Labs.",
-             "Paula works at Quantum Labs.", "Nora knows Paula."]
-    await ingest_job(store, job["id"], [EpisodeInput(content=t, source="text", reference_time=at(2024, 1, 1))
-                                        for t in texts], embedder=local_embedder(), llm=None)
+    texts = [
+        "Nora works at Orbital Labs.",
+        "Omar works at Orbital Labs.",
+        "Paula works at Quantum Labs.",
+        "Nora knows Paula.",
+    ]
+    await ingest_job(
+        store,
+        job["id"],
+        [EpisodeInput(content=t, source="text", reference_time=at(2024, 1, 1)) for t in texts],
+        embedder=local_embedder(),
+        llm=None,
+    )
     omar = (await store.query_one("SELECT VALUE id FROM entity WHERE name = 'Omar'"))[0]
-    results = await search(store, SearchRequest(query="Labs", scopes=("entities",), methods=("bm25",),
-                                                reranker="node_distance", center_entity=omar),
-                           local_embedder())
+    results = await search(
+        store,
+        SearchRequest(
+            query="Labs",
+            scopes=("entities",),
+            methods=("bm25",),
+            reranker="node_distance",
+            center_entity=omar,
+        ),
+        local_embedder(),
+    )
     names = [h.record["name"] for h in results.entities]
     assert names.index("Orbital Labs") < names.index("Quantum Labs")
 
 
 async def test_activation_reaches_the_neighbours_of_the_seeds(alice) -> None:
     store, _, _ = alice
-    results = await search(store, SearchRequest(query="Beta", methods=("activation",)),
-                           local_embedder())
+    results = await search(
+        store, SearchRequest(query="Beta", methods=("activation",)), local_embedder()
+    )
     names = [h.record["name"] for h in results.entities]
     # From Beta, Acme is reachable only over Alice's ended fact, which is not visible now.
     assert set(names) == {"Alice", "Beta Inc"}
@@ -100,16 +128,27 @@ async def test_search_counts_retrievals_and_decay_shrinks_them(alice) -> None:
 
     store, _, _ = alice
     for _ in range(3):
-        await search(store, SearchRequest(query="Beta", scopes=("facts",), methods=("bm25",)),
-                     local_embedder())
-    counts = await store.query_one(
-        "SELECT VALUE count FROM retrieval WHERE count > 0")
+        await search(
+            store,
+            SearchRequest(query="Beta", scopes=("facts",), methods=("bm25",)),
+            local_embedder(),
+        )
+    counts = await store.query_one("SELECT VALUE count FROM retrieval WHERE count > 0")
     assert counts == [3.0]
     # The count reaches readers of the fact, and the fact record itself was not rewritten.
-    fact = (await search(store, SearchRequest(query="Beta", scopes=("facts",), methods=("bm25",)),
-                         local_embedder())).facts[0].record
+    fact = (
+        (
+            await search(
+                store,
+                SearchRequest(query="Beta", scopes=("facts",), methods=("bm25",)),
+                local_embedder(),
+            )
+        )
+        .facts[0]
+        .record
+    )
     assert fact["retrieval_count"] == 3.0  # read before this fourth search was counted
     await store.query("UPDATE retrieval SET last_retrieved_at = time::now() - 10d WHERE count > 0")
     await decay_retrieval_counts(store, lambda_=0.1)
     decayed = await store.query_one("SELECT VALUE count FROM retrieval WHERE count > 0")
-    assert decayed[0] == pytest.approx(4.0 * 2.718281828 ** -1.0, rel=1e-3)
+    assert decayed[0] == pytest.approx(4.0 * 2.718281828**-1.0, rel=1e-3)
