@@ -68,7 +68,7 @@ from kgapp.graph.ingest.service import (  # noqa: E402
 )
 from kgapp.graph.llm.client import LLMClient  # noqa: E402
 from kgapp.graph.llm.transport import LLMConfig  # noqa: E402
-from kgapp.graph.records import Job, parse_record_id  # noqa: E402
+from kgapp.graph.records import Job  # noqa: E402
 from kgapp.graph.stats import graph_counts  # noqa: E402
 from kgapp.graph.store import Pool, StoreConfig, TenantStore  # noqa: E402
 
@@ -202,7 +202,7 @@ async def upload(
     if done["status"] != "completed":
         raise RuntimeError(f"{name}: job {done['status']}: {done.get('error')}")
     after = (await graph_counts(store))["episodes"]
-    return Upload(parse_record_id(row["id"], "document"), done, seconds, after - before)
+    return Upload(row["id"], done, seconds, after - before)
 
 
 # --- The graph, and what a document's episodes support -------------------------------

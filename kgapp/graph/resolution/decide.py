@@ -10,52 +10,14 @@ to the merge review queue.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TypedDict
 
 from kgapp.graph.llm.prompts import resolve as prompt
-from kgapp.graph.llm.prompts.resolve import FactDecision, Resolution
+from kgapp.graph.llm.prompts.resolve import EntityCheck, FactCheck, FactDecision, Resolution
 from kgapp.graph.records import StoredFact
 from kgapp.graph.resolution.entities import apply_entity_decision
 from kgapp.graph.resolution.model import Context, EntityDraft, FactDraft, Work
 
 FactDecisions = dict[int, tuple[FactDecision, list[StoredFact]]]
-
-
-class _EntityShown(TypedDict):
-    """An existing entity as the prompt lists it."""
-
-    index: int
-    name: str
-    type: str
-    summary: str
-
-
-class EntityCheck(TypedDict):
-    """An ambiguous entity with the existing entities it may be."""
-
-    index: int
-    name: str
-    type: str
-    summary: str
-    candidates: list[_EntityShown]
-
-
-class _FactShown(TypedDict):
-    """An existing fact as the prompt lists it."""
-
-    index: int
-    fact: str
-    valid_at: str
-    invalid_at: str | None
-
-
-class FactCheck(TypedDict):
-    """A new fact with the existing facts it may repeat or contradict."""
-
-    index: int
-    fact: str
-    valid_at: str
-    existing: list[_FactShown]
 
 
 async def decide(
@@ -75,11 +37,7 @@ async def decide(
             task=prompt.TASK,
             schema=Resolution,
             system=prompt.SYSTEM,
-            # The prompt takes plain dicts.
-            user=prompt.user_prompt(
-                [dict(check) for check in _entity_payload(ambiguous)],
-                [dict(check) for check in _fact_payload(fact_checks)],
-            ),
+            user=prompt.user_prompt(_entity_payload(ambiguous), _fact_payload(fact_checks)),
         )
     changed = _apply_entities(ctx, ambiguous, answer)
     return changed, _fact_decisions(work, fact_checks, answer)

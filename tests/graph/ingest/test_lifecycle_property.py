@@ -42,7 +42,7 @@ from kgapp.graph.embeddings import local_embedder
 from kgapp.graph.ingest import service
 from kgapp.graph.namespaces import namespace_remove
 from kgapp.graph.ontology import Ontology, ontology_load, ontology_save
-from kgapp.graph.records import parse_record_id
+from kgapp.graph.records import parse_record_id, record_key
 from kgapp.graph.resolution.names import types_compatible
 from kgapp.graph.store import Pool, StoreConfig, TenantStore
 from tests.conftest import unique_slug
@@ -146,7 +146,7 @@ async def _upload(store: TenantStore, key: str) -> str:
     if job is not None:
         finished = await service.ingest_run(store, job["id"], embedder=local_embedder(), llm=None)
         assert finished["status"] == "completed", finished
-    return str(row["id"])
+    return record_key(row["id"])
 
 
 async def _fact(store: TenantStore, index: int) -> None:

@@ -111,7 +111,7 @@ async def test_an_automatic_merge_is_recorded_and_undone(graph) -> None:
     assert merge["actor"] == "resolution"
     assert merge["after"]["rule"] == "same_name" and merge["after"]["name"] == "Initech"
     assert merge["after"]["survivor_name"] == "Initech LLC"
-    assert [str(f) for f in merge["after"]["facts"]] == [frank["id"]]
+    assert [str(f) for f in merge["after"]["facts"]] == [str(frank["id"])]
     targets = await graph.query_one(
         "SELECT in.name AS who, out.name AS company FROM relates_to ORDER BY who"
     )

@@ -18,7 +18,7 @@ from kgapp.graph.ingest.model import EpisodeInput, EpisodeWork
 from kgapp.graph.ingest.pipeline import ingest_context, resolve_and_persist
 from kgapp.graph.ingest.prepare import episode_record
 from kgapp.graph.llm.prompts.extract import ExtractedEntity, ExtractedFact, Extraction
-from kgapp.graph.records import JsonObject, StoredFact, to_json
+from kgapp.graph.records import StoredFact, as_stored_fact
 from kgapp.graph.resolution.canonical import content_hash
 from kgapp.graph.store import TenantStore
 
@@ -27,7 +27,7 @@ FACT_ADD_ATTEMPTS = 4
 
 @dataclass(frozen=True)
 class FactAdded:
-    fact: JsonObject  # as JSON (to_json), as the API shows it
+    fact: StoredFact
     created: bool  # False: the fact was known already (posted again, or a duplicate)
 
 
@@ -113,7 +113,7 @@ async def _fact_add_once(
     record = episode_record(episode, digest)
     existing = await _fact_of_episode(store, record)
     if existing is not None:
-        return FactAdded(to_json(existing), created=False)
+        return FactAdded(existing, created=False)
     ctx = await ingest_context(store, embedder=embedder, llm=None)
     work = EpisodeWork(input=episode, record=record, content_hash=digest, extraction=extraction)
     drafts_from(ctx, work, extraction)
@@ -125,7 +125,7 @@ async def _fact_add_once(
         return None
     draft = work.facts[0]
     added = draft.record if draft.duplicate_of is None else draft.duplicate_of["id"]
-    fact_row = to_json(await store.query_one(queries.FACT_GET, {"id": added}))
+    fact_row = as_stored_fact(await store.query_one(queries.FACT_GET, {"id": added}))
     return FactAdded(fact_row, created=draft.duplicate_of is None)
 
 

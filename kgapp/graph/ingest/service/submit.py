@@ -13,7 +13,7 @@ from kgapp.graph.documents.messages import Message
 from kgapp.graph.documents.upload import ParsedDocument
 from kgapp.graph.ingest.model import EpisodeInput, EpisodeParams
 from kgapp.graph.ingest.prepare import episode_record
-from kgapp.graph.records import DocumentMessage, Job, JsonObject, record_key, to_json
+from kgapp.graph.records import Document, DocumentMessage, Job, as_document, record_key
 from kgapp.graph.resolution.canonical import content_hash
 from kgapp.graph.store import TenantStore
 
@@ -59,7 +59,7 @@ async def document_submit(
     uploaded_by: str | None,
     reference_time: datetime | None = None,
     replaces: RecordID | None = None,
-) -> tuple[JsonObject, Job | None]:  # the document as JSON (to_json), for the API
+) -> tuple[Document, Job | None]:
     """The document record and its queued job; an identical file already uploaded gives
     back the existing document and no new job (uploading twice changes nothing).
     A file named like a document already uploaded (of the same kind), or one that
@@ -70,7 +70,7 @@ async def document_submit(
     digest = hashlib.sha256(data).hexdigest()
     existing = await store.query_one(queries.DOCUMENT_BY_HASH, {"hash": digest})
     if existing:
-        return to_json(existing[0]), None
+        return as_document(existing[0]), None
     content = _content(parsed, file_name, data, digest, uploaded_by, reference_time)
     version = {
         "content_hash": digest,
@@ -99,7 +99,7 @@ async def document_submit(
         store, kind="ingest_document", total=0, created_by=uploaded_by, document=record
     )
     await store.query(queries.DOCUMENT_LINK_JOB, {"id": record, "job": job["id"]})
-    return to_json({**document, "job": job["id"]}), job
+    return as_document({**document, "job": job["id"]}), job
 
 
 async def _named(store: TenantStore, file_name: str, kind: str) -> RecordID | None:

@@ -6,10 +6,9 @@ among facts, so an episode costs at most two calls in all."""
 from __future__ import annotations
 
 import json
+from typing import TypedDict
 
 from pydantic import BaseModel, Field
-
-from kgapp.graph.records import JsonObject
 
 TASK = "resolve_graph"
 
@@ -49,7 +48,44 @@ hold both); a fact about a different time period does not contradict.
 """
 
 
-def user_prompt(entities: list[JsonObject], facts: list[JsonObject]) -> str:
+class _EntityShown(TypedDict):
+    """An existing entity as the prompt lists it."""
+
+    index: int
+    name: str
+    type: str
+    summary: str
+
+
+class EntityCheck(TypedDict):
+    """An ambiguous entity with the existing entities it may be."""
+
+    index: int
+    name: str
+    type: str
+    summary: str
+    candidates: list[_EntityShown]
+
+
+class _FactShown(TypedDict):
+    """An existing fact as the prompt lists it."""
+
+    index: int
+    fact: str
+    valid_at: str
+    invalid_at: str | None
+
+
+class FactCheck(TypedDict):
+    """A new fact with the existing facts it may repeat or contradict."""
+
+    index: int
+    fact: str
+    valid_at: str
+    existing: list[_FactShown]
+
+
+def user_prompt(entities: list[EntityCheck], facts: list[FactCheck]) -> str:
     payload = {"entities": entities, "facts": facts}
     return (
         "<graph_update>\n" + json.dumps(payload, ensure_ascii=False, indent=1) + "\n</graph_update>"
