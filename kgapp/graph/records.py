@@ -17,6 +17,7 @@ from typing import Any, TypedDict, TypeVar, cast
 from surrealdb.data.types.datetime import Datetime
 from surrealdb.data.types.duration import Duration
 from surrealdb.data.types.record_id import RecordID
+from typing_extensions import ReadOnly
 
 from kgapp.graph import queries
 from kgapp.graph.errors import GraphError, InvalidRecordId, NotFound
@@ -89,137 +90,144 @@ def found(row: T | None, what: str, record: RecordID | str) -> T:
 # The graph's records as the core passes them around: rows as the store reads them (record
 # ids as RecordID, moments as aware UTC datetimes), typed so that a misspelt field is a
 # type error. Each is built from a row here, in one place, which checks the fields every
-# such record has (its `_...Fields`); what a query adds beyond those travels along.
+# such record has (its `_...Fields`); what a query adds beyond those travels along. Their
+# fields are ReadOnly (PEP 705): mypy refuses code that changes a record in place; a
+# changed record is a new one (`{**fact, "source_name": ...}`).
 
 
 class _FactFields(TypedDict):
-    id: RecordID
-    source: RecordID
-    target: RecordID
-    relation: str
-    edge_type: str
-    fact: str
-    confidence: float
-    valid_at: datetime
-    created_at: datetime
+    id: ReadOnly[RecordID]
+    source: ReadOnly[RecordID]
+    target: ReadOnly[RecordID]
+    relation: ReadOnly[str]
+    edge_type: ReadOnly[str]
+    fact: ReadOnly[str]
+    confidence: ReadOnly[float]
+    valid_at: ReadOnly[datetime]
+    created_at: ReadOnly[datetime]
 
 
-class Fact(_FactFields, total=False):
-    """A fact, as retrieval reads it (queries._FACT_FIELDS): `source` -relation-> `target`,
-    valid over [valid_at, invalid_at) and known over [created_at, expired_at)."""
+class FactBase(_FactFields, total=False):
+    """A fact: `source` -relation-> `target`, valid over [valid_at, invalid_at) and known
+    over [created_at, expired_at); without the names of its ends."""
 
-    episodes: list[RecordID]
-    invalid_at: datetime | None
-    expired_at: datetime | None
-    supersedes: RecordID | None
-    superseded_by: RecordID | None
-    revision_of: RecordID | None
-    source_name: str
-    target_name: str
-    retrieval_count: float
+    episodes: ReadOnly[list[RecordID]]
+    invalid_at: ReadOnly[datetime | None]
+    expired_at: ReadOnly[datetime | None]
+    supersedes: ReadOnly[RecordID | None]
+    superseded_by: ReadOnly[RecordID | None]
+    revision_of: ReadOnly[RecordID | None]
+    retrieval_count: ReadOnly[float]
+
+
+class Fact(FactBase, total=False):
+    """A fact as retrieval reads it (queries._FACT_FIELDS), with the names of its ends."""
+
+    source_name: ReadOnly[str]
+    target_name: ReadOnly[str]
 
 
 class _EntityFields(TypedDict):
-    id: RecordID
-    name: str
-    entity_type: str
+    id: ReadOnly[RecordID]
+    name: ReadOnly[str]
+    entity_type: ReadOnly[str]
 
 
 class Entity(_EntityFields, total=False):
-    summary: str
-    degree: int
-    merged_into: RecordID | None
-    canonical_name: str
-    match_key: str | None
-    name_embedding: list[float] | None
-    labels: list[str]
-    attributes: JsonObject  # free-form, as extraction or a curator gave them
-    aliases: list[str]
-    first_seen_at: datetime
-    last_seen_at: datetime
-    created_at: datetime
-    pinned: bool
-    mentions: int
-    score: float
+    summary: ReadOnly[str]
+    degree: ReadOnly[int]
+    merged_into: ReadOnly[RecordID | None]
+    canonical_name: ReadOnly[str]
+    match_key: ReadOnly[str | None]
+    name_embedding: ReadOnly[list[float] | None]
+    labels: ReadOnly[list[str]]
+    attributes: ReadOnly[JsonObject]  # free-form, as extraction or a curator gave them
+    aliases: ReadOnly[list[str]]
+    first_seen_at: ReadOnly[datetime]
+    last_seen_at: ReadOnly[datetime]
+    created_at: ReadOnly[datetime]
+    pinned: ReadOnly[bool]
+    mentions: ReadOnly[int]
+    score: ReadOnly[float]
 
 
 class _EpisodeFields(TypedDict):
-    id: RecordID
-    content: str
-    source: str
-    valid_at: datetime
+    id: ReadOnly[RecordID]
+    content: ReadOnly[str]
+    source: ReadOnly[str]
+    valid_at: ReadOnly[datetime]
 
 
 class Episode(_EpisodeFields, total=False):
-    name: str
-    source_description: str
-    created_at: datetime
-    content_hash: str
-    document: RecordID | None
-    saga: RecordID | None
-    score: float
+    name: ReadOnly[str]
+    source_description: ReadOnly[str]
+    created_at: ReadOnly[datetime]
+    content_hash: ReadOnly[str]
+    document: ReadOnly[RecordID | None]
+    saga: ReadOnly[RecordID | None]
+    score: ReadOnly[float]
 
 
 class _CommunityFields(TypedDict):
-    id: RecordID
-    name: str
-    level: int
-    member_count: int
+    id: ReadOnly[RecordID]
+    name: ReadOnly[str]
+    level: ReadOnly[int]
+    member_count: ReadOnly[int]
 
 
 class Community(_CommunityFields, total=False):
-    summary: str
-    fact_count: int
-    resolution: float
-    as_of: datetime | None
-    fingerprint: str
-    created_at: datetime
-    updated_at: datetime
-    members: list[CommunityMember]
-    score: float
+    summary: ReadOnly[str]
+    fact_count: ReadOnly[int]
+    resolution: ReadOnly[float]
+    as_of: ReadOnly[datetime | None]
+    fingerprint: ReadOnly[str]
+    created_at: ReadOnly[datetime]
+    updated_at: ReadOnly[datetime]
+    members: ReadOnly[list[CommunityMember]]
+    score: ReadOnly[float]
 
 
 class CommunityMember(TypedDict):
     """An entity of a community, as community_get reads it (queries.COMMUNITY_GET)."""
 
-    id: RecordID
-    name: str
-    entity_type: str
-    degree: int
+    id: ReadOnly[RecordID]
+    name: ReadOnly[str]
+    entity_type: ReadOnly[str]
+    degree: ReadOnly[int]
 
 
 class JobFailure(TypedDict):
     """One part of a job that failed (an episode of an ingest job): which, and why."""
 
-    index: int
-    reason: str
+    index: ReadOnly[int]
+    reason: ReadOnly[str]
 
 
 class _JobFields(TypedDict):
-    id: RecordID
-    kind: str
-    status: str
+    id: ReadOnly[RecordID]
+    kind: ReadOnly[str]
+    status: ReadOnly[str]
 
 
 class Job(_JobFields, total=False):
-    progress: int
-    total: int
-    phase: str | None
-    params: JsonObject  # each kind of job has its own (jobs.job_create)
-    counts: dict[str, int]
-    timings: dict[str, float]
-    failures: list[JobFailure]
-    notes: list[str]
-    result: JsonObject  # each kind of job has its own (jobs.JobReport.result)
-    error: str | None
-    document: RecordID | None
-    attempts: int
-    created_by: str | None
-    created_at: datetime
-    started_at: datetime | None
-    finished_at: datetime | None
-    heartbeat_at: datetime | None
-    updated_at: datetime
+    progress: ReadOnly[int]
+    total: ReadOnly[int]
+    phase: ReadOnly[str | None]
+    params: ReadOnly[JsonObject]  # each kind of job has its own (jobs.job_create)
+    counts: ReadOnly[dict[str, int]]
+    timings: ReadOnly[dict[str, float]]
+    failures: ReadOnly[list[JobFailure]]
+    notes: ReadOnly[list[str]]
+    result: ReadOnly[JsonObject]  # each kind of job has its own (jobs.JobReport.result)
+    error: ReadOnly[str | None]
+    document: ReadOnly[RecordID | None]
+    attempts: ReadOnly[int]
+    created_by: ReadOnly[str | None]
+    created_at: ReadOnly[datetime]
+    started_at: ReadOnly[datetime | None]
+    finished_at: ReadOnly[datetime | None]
+    heartbeat_at: ReadOnly[datetime | None]
+    updated_at: ReadOnly[datetime]
 
 
 def _built(row: Any, kind: type, what: str) -> Any:
@@ -281,7 +289,9 @@ _StoredFactFields = TypedDict(
 
 class StoredFact(_StoredFactFields, total=False):
     """A fact as stored, `in` -relation-> `out` (`SELECT *`, its vector often left out):
-    what resolution compares a new fact with, and what a revision copies."""
+    what resolution compares a new fact with, and what a revision copies. Unlike the
+    records above, not read-only: a merge, its undo and a correction rewrite copies of
+    these rows whole (curation/merge.py)."""
 
     edge_type: str
     fact_embedding: list[float] | None
@@ -307,14 +317,14 @@ class _MessageFields(TypedDict):
 class DocumentMessage(_MessageFields, total=False):
     """One message of a conversation document, its time as the upload gave it."""
 
-    timestamp: str | None
+    timestamp: ReadOnly[str | None]
 
 
 class _DocumentFields(TypedDict):
-    id: RecordID
-    file_name: str
-    kind: str
-    status: str
+    id: ReadOnly[RecordID]
+    file_name: ReadOnly[str]
+    kind: ReadOnly[str]
+    status: ReadOnly[str]
 
 
 class Document(_DocumentFields, total=False):
@@ -322,21 +332,21 @@ class Document(_DocumentFields, total=False):
     text, messages and file; with its versions and its job's model usage, and in a list
     its counts)."""
 
-    mime: str
-    size: int
-    content_hash: str
-    title: str | None
-    error: str | None
-    chunk_count: int
-    uploaded_by: str | None
-    saga: RecordID | None
-    job: RecordID | None
-    reference_time: datetime | None
-    version: int
-    created_at: datetime
-    updated_at: datetime
-    episode_count: int
-    fact_count: int
+    mime: ReadOnly[str]
+    size: ReadOnly[int]
+    content_hash: ReadOnly[str]
+    title: ReadOnly[str | None]
+    error: ReadOnly[str | None]
+    chunk_count: ReadOnly[int]
+    uploaded_by: ReadOnly[str | None]
+    saga: ReadOnly[RecordID | None]
+    job: ReadOnly[RecordID | None]
+    reference_time: ReadOnly[datetime | None]
+    version: ReadOnly[int]
+    created_at: ReadOnly[datetime]
+    updated_at: ReadOnly[datetime]
+    episode_count: ReadOnly[int]
+    fact_count: ReadOnly[int]
 
 
 def as_document(row: Any) -> Document:
@@ -344,14 +354,6 @@ def as_document(row: Any) -> Document:
 
 
 # --- search's rows ----------------------------------------------------------------------
-
-
-class DocumentName(TypedDict):
-    """What a document is called (queries.SOURCE_NAMES): its title, if any, and file name."""
-
-    id: RecordID
-    title: str | None
-    file_name: str
 
 
 # --- rows that curation and ingestion write -------------------------------------------
@@ -364,28 +366,28 @@ def as_stored_fact(row: Any) -> StoredFact:
 class EpisodeRow(TypedDict):
     """An episode as ingestion writes it (queries.EPISODE_CREATE; the id is the statement's)."""
 
-    name: str
-    content: str
-    source: str
-    source_description: str
-    valid_at: datetime
-    content_hash: str
-    saga: RecordID | None
-    document: RecordID | None
-    documents: list[RecordID]
-    message_keys: list[str] | None
-    chunk_index: int | None
-    screened_out: list[str] | None
+    name: ReadOnly[str]
+    content: ReadOnly[str]
+    source: ReadOnly[str]
+    source_description: ReadOnly[str]
+    valid_at: ReadOnly[datetime]
+    content_hash: ReadOnly[str]
+    saga: ReadOnly[RecordID | None]
+    document: ReadOnly[RecordID | None]
+    documents: ReadOnly[list[RecordID]]
+    message_keys: ReadOnly[list[str] | None]
+    chunk_index: ReadOnly[int | None]
+    screened_out: ReadOnly[list[str] | None]
 
 
 class EntityRow(TypedDict):
     """An entity as ingestion writes it when first seen (queries.ENTITY_CREATE)."""
 
-    name: str
-    canonical_name: str
-    entity_type: str
-    summary: str
-    match_key: str | None
-    name_embedding: list[float] | None
-    first_seen_at: datetime
-    last_seen_at: datetime
+    name: ReadOnly[str]
+    canonical_name: ReadOnly[str]
+    entity_type: ReadOnly[str]
+    summary: ReadOnly[str]
+    match_key: ReadOnly[str | None]
+    name_embedding: ReadOnly[list[float] | None]
+    first_seen_at: ReadOnly[datetime]
+    last_seen_at: ReadOnly[datetime]

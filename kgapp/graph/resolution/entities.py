@@ -235,16 +235,17 @@ async def _by_embedding(
                 and names.types_compatible(row["entity_type"], draft.entity_type)
             ]
             found.append(neighbours)
-        gone = await _follow_merges(ctx, [row for neighbours in found for row in neighbours])
+        now = await _follow_merges(ctx, [row for neighbours in found for row in neighbours])
+        gone = {key for key, row in now.items() if row is None}
         if gone:  # deleted since they were cached (a document withdrawn): never matched
             vectors.forget(gone)
         # Types as they are now: a cached generic type may have been refined since.
         found = [
             [
-                row
+                current
                 for row in rows
-                if str(row["id"]) not in gone
-                and names.types_compatible(row["entity_type"], draft.entity_type)
+                if (current := now[str(row["id"])]) is not None
+                and names.types_compatible(current["entity_type"], draft.entity_type)
             ]
             for rows, draft in zip(found, drafts, strict=True)
         ]
@@ -280,25 +281,26 @@ def _judge(ctx: Context, draft: EntityDraft, neighbours: list[Entity]) -> None:
     draft.candidates = list(proposed.values())[:MOST_CANDIDATES]
 
 
-async def _follow_merges(ctx: Context, candidates: list[Entity]) -> set[str]:
-    """A cached candidate may have been merged or retyped since: point it at the survivor
-    with its type now (one round trip for all of them). Returns those deleted since
-    they were cached."""
+async def _follow_merges(ctx: Context, candidates: list[Entity]) -> dict[str, Entity | None]:
+    """A cached candidate may have been merged or retyped since: each one as it is now,
+    by its cached id (the survivor's id with its type now; None: deleted since it was
+    cached). One round trip for all of them."""
     if not candidates:
-        return set()
+        return {}
     batch = queries.Batch()
     for candidate in candidates:
         batch.add(queries.ENTITY_CURRENT, id=candidate["id"])
-    gone = set()
+    now: dict[str, Entity | None] = {}
     for candidate, rows in zip(
         candidates, await ctx.store.query(batch.sql, batch.params), strict=True
     ):
         current = rows[0] if rows else None
-        if current is None:
-            gone.add(str(candidate["id"]))
-        else:
-            candidate["id"], candidate["entity_type"] = current["id"], current["entity_type"]
-    return gone
+        now[str(candidate["id"])] = (
+            None
+            if current is None
+            else {**candidate, "id": current["id"], "entity_type": current["entity_type"]}
+        )
+    return now
 
 
 def apply_entity_decision(ctx: Context, draft: EntityDraft, chosen: Candidate | None) -> None:

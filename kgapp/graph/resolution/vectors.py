@@ -54,13 +54,14 @@ class EntityVectors:
             key = str(row["id"])
             if key not in self._rows:
                 added.append(row)
-            self._rows[key] = row
+            # Kept without its vector, which lives in the matrix.
+            self._rows[key] = {**row, "name_embedding": None}
             self._since = max(self._since or row["created_at"], row["created_at"])
         if self._since is not None:
             horizon = self._since - OVERLAP
             self._recent = {k: v for k, v in self._recent.items() if v[1] > horizon}
         if added:
-            vectors = np.asarray([row.pop("name_embedding") for row in added], dtype=np.float32)
+            vectors = np.asarray([row["name_embedding"] for row in added], dtype=np.float32)
             self._matrix = vectors if not len(self._matrix) else np.vstack([self._matrix, vectors])
             self._order.extend(str(row["id"]) for row in added)
             self._keys.extend(match_key(row["name"], row["entity_type"]) for row in added)

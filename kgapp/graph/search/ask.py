@@ -12,20 +12,30 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import TypeVar
+from typing import TypedDict, TypeVar
 
 from surrealdb.data.types.record_id import RecordID
+from typing_extensions import ReadOnly
 
 from kgapp.graph import queries
 from kgapp.graph.embeddings import Embedder
 from kgapp.graph.llm.client import LLMClient
 from kgapp.graph.llm.prompts import query as prompt
-from kgapp.graph.records import DocumentName, Entity, Fact, as_entity, record_key
+from kgapp.graph.records import Entity, Fact, as_entity, record_key
 from kgapp.graph.search.passages import Chunk
 from kgapp.graph.search.query import QueryRequest, query
 from kgapp.graph.store import TenantStore
 
+
 # A row read by its id: an entity, or a document's names.
+class DocumentName(TypedDict):
+    """What a document is called (queries.SOURCE_NAMES): its title, if any, and file name."""
+
+    id: ReadOnly[RecordID]
+    title: ReadOnly[str | None]
+    file_name: ReadOnly[str]
+
+
 Named = TypeVar("Named", Entity, DocumentName)
 
 

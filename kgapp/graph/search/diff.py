@@ -21,12 +21,14 @@ import csv
 import io
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal, TypedDict
 
+from typing_extensions import ReadOnly
+
 from kgapp.graph import queries
-from kgapp.graph.records import Fact, as_fact, record_key, to_json
+from kgapp.graph.records import Fact, FactBase, as_fact, record_key, to_json
 from kgapp.graph.store import TenantStore
 from kgapp.graph.time import known_at, visible
 
@@ -57,12 +59,19 @@ class DiffRequest:
             raise ValueError(f"limit is between 1 and {DIFF_MAX_LIMIT}")
 
 
+class DiffFact(FactBase, total=False):
+    """A fact as a diff lists it: the names of its ends, None for an entity gone since."""
+
+    source_name: ReadOnly[str | None]
+    target_name: ReadOnly[str | None]
+
+
 @dataclass(frozen=True)
 class FactChange:
     """One fact's version at `from` and its version at `to`; `fields`: what differs."""
 
-    before: Fact
-    after: Fact
+    before: DiffFact
+    after: DiffFact
     fields: tuple[str, ...]
 
 
@@ -77,8 +86,8 @@ class DiffTotals(TypedDict):
 @dataclass(frozen=True, slots=True)
 class DiffResult:
     request: DiffRequest
-    added: list[Fact]
-    ended: list[Fact]
+    added: list[DiffFact]
+    ended: list[DiffFact]
     changed: list[FactChange]
     totals: DiffTotals
 
@@ -105,16 +114,21 @@ async def graph_diff(store: TenantStore, request: DiffRequest) -> DiffResult:
         elif before and not after:
             ended.append(fact)
     changed, added, ended = _pair_versions(added, ended)
-    result = DiffResult(
+    totals: DiffTotals = {"added": len(added), "ended": len(ended), "changed": len(changed)}
+    added, ended = _ordered(added)[: request.limit], _ordered(ended)[: request.limit]
+    changed = sorted(changed, key=lambda c: _order_key(c.after))[: request.limit]
+    versions = [fact for change in changed for fact in (change.before, change.after)]
+    names = await _end_names(store, [*added, *ended, *versions])
+    return DiffResult(
         request=request,
-        added=_ordered(added)[: request.limit],
-        ended=_ordered(ended)[: request.limit],
-        changed=sorted(changed, key=lambda c: _order_key(c.after))[: request.limit],
-        totals={"added": len(added), "ended": len(ended), "changed": len(changed)},
+        added=[_named(fact, names) for fact in added],
+        ended=[_named(fact, names) for fact in ended],
+        changed=[
+            replace(c, before=_named(c.before, names), after=_named(c.after, names))
+            for c in changed
+        ],
+        totals=totals,
     )
-    versions = [fact for change in result.changed for fact in (change.before, change.after)]
-    await _name_ends(store, [*result.added, *result.ended, *versions])
-    return result
 
 
 async def _facts_with_a_bound_between(store: TenantStore, request: DiffRequest) -> list[Fact]:
@@ -128,17 +142,23 @@ async def _facts_with_a_bound_between(store: TenantStore, request: DiffRequest) 
     return [as_fact(row) for row in unique.values()]
 
 
-async def _name_ends(store: TenantStore, facts: list[Fact]) -> None:
-    """Give the listed facts the names of their ends (`source_name`, `target_name`; None
-    for an entity that is gone), each entity read once."""
+async def _end_names(store: TenantStore, facts: list[DiffFact]) -> dict[str, str | None]:
+    """The names of the listed facts' ends by record key (None for an entity that is
+    gone), each entity read once."""
     ends = {record_key(end): end for fact in facts for end in (fact["source"], fact["target"])}
     if not ends:
-        return
+        return {}
     found = await store.query_one(queries.DIFF_ENTITY_NAMES, {"ids": list(ends.values())})
-    names = dict(zip(ends, found or [], strict=True))
-    for fact in facts:
-        fact["source_name"] = names[record_key(fact["source"])]
-        fact["target_name"] = names[record_key(fact["target"])]
+    return dict(zip(ends, found or [], strict=True))
+
+
+def _named(fact: DiffFact, names: dict[str, str | None]) -> DiffFact:
+    """The fact with the names of its ends (`source_name`, `target_name`)."""
+    return {
+        **fact,
+        "source_name": names[record_key(fact["source"])],
+        "target_name": names[record_key(fact["target"])],
+    }
 
 
 def _nudged(moment: datetime, by: timedelta) -> datetime:
@@ -202,7 +222,7 @@ def _differences(before: Fact, after: Fact) -> tuple[str, ...]:
     return tuple(name for name in COMPARED if before.get(name) != after.get(name))
 
 
-def _order_key(fact: Fact) -> tuple[datetime, str, str]:
+def _order_key(fact: DiffFact) -> tuple[datetime, str, str]:
     return (fact["valid_at"], fact["relation"], record_key(fact["id"]))
 
 
@@ -245,7 +265,7 @@ def diff_csv(result: DiffResult) -> str:
 
 
 def _csv_row(
-    kind: str, fact: Fact, fields: tuple[str, ...] = (), previous: tuple[Any, ...] = ()
+    kind: str, fact: DiffFact, fields: tuple[str, ...] = (), previous: tuple[Any, ...] = ()
 ) -> list[str]:
     values = (
         kind, fact["id"], fact.get("source_name") or fact["source"], fact["relation"],

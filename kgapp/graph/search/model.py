@@ -7,6 +7,7 @@ from enum import StrEnum
 from typing import Generic, TypedDict, TypeVar
 
 from surrealdb.data.types.record_id import RecordID
+from typing_extensions import ReadOnly
 
 from kgapp.graph.errors import GraphError
 from kgapp.graph.records import Community, Entity, Episode, Fact
@@ -67,8 +68,8 @@ class EntityEnd(TypedDict):
     """An entity known by its id and name alone: an end of a fact, named as the fact's
     row names it."""
 
-    id: RecordID
-    name: str
+    id: ReadOnly[RecordID]
+    name: ReadOnly[str]
 
 
 class ActivatedEntity(EntityEnd):
