@@ -21,10 +21,10 @@ from pathlib import Path
 
 import pytest
 
+from harness.graph import graph_of
 from harness.recorded import extraction
 from harness.workers import (
     default_broker_workers,
-    graph_of,
     ingest_in_process,
     start_whole_worker,
     wait_for,

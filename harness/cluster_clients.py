@@ -28,9 +28,10 @@ from websockets.asyncio.client import connect
 from websockets.exceptions import WebSocketException
 
 from harness.cluster import Cluster
+from harness.graph import graph_read
 from kgapp.graph import jobs, live
 from kgapp.graph.index.cache import TenantIndex
-from kgapp.graph.records import parse_record_id, to_json
+from kgapp.graph.records import parse_record_id, record_key, to_json
 from tenants import services
 from tenants.models import Role
 
@@ -303,17 +304,6 @@ def commit_times(feed: list[Seen]) -> dict[str, float]:
 # --- the graph and a machine's index ------------------------------------------------------
 
 
-def graph_counts(graph: Any) -> dict[str, Any]:
-    episodes = graph.query("SELECT VALUE id FROM episode")[0]
-    entities = graph.query("SELECT VALUE [name, entity_type] FROM entity")[0]
-    facts = graph.query("SELECT VALUE [in.name, out.name] FROM relates_to")[0]
-    return {
-        "episodes": len(episodes),
-        "entities": sorted(map(tuple, entities)),
-        "facts": sorted(map(tuple, facts)),
-    }
-
-
 def index_matches_graph(graph: Any, search_dir: Path, namespace: str) -> dict[str, Any]:
     """The live rows of the machine's fact and entity indexes against the graph's
     records: what is missing from the index, what it has that the graph does not, and
@@ -321,8 +311,9 @@ def index_matches_graph(graph: Any, search_dir: Path, namespace: str) -> dict[st
     twice."""
     index = TenantIndex(search_dir / namespace, namespace)
     index.refresh()
-    facts = set(to_json(graph.query("SELECT VALUE id FROM relates_to")[0]))
-    entities = set(to_json(graph.query("SELECT VALUE id FROM entity WHERE merged_into = NONE")[0]))
+    tables = graph_read(graph).tables
+    facts = {record_key(f["id"]) for f in tables["relates_to"]}
+    entities = {record_key(e["id"]) for e in tables["entity"] if e.get("merged_into") is None}
     differences: dict[str, Any] = {}
     for name, table, records in (
         ("facts", index.facts, facts),

@@ -21,25 +21,24 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kgapp.graph import queries
+from kgapp.graph.audit import auto_merge_of
 from kgapp.graph.curation.duplicates import generate_candidates
+from kgapp.graph.curation.pages import audit_get, audit_page
 from kgapp.graph.embeddings import Embedder
+from kgapp.graph.export.snapshot import export_graph
 from kgapp.graph.ingest.extract import drafts_from
 from kgapp.graph.ingest.model import EpisodeInput, EpisodeWork
 from kgapp.graph.ingest.pipeline import ingest_context, resolve_and_persist
 from kgapp.graph.ingest.prepare import episode_record
 from kgapp.graph.llm.client import LLMClient
 from kgapp.graph.llm.prompts.extract import ExtractedEntity, Extraction
-from kgapp.graph.records import record_key
+from kgapp.graph.records import JsonObject, record_key
 from kgapp.graph.resolution.canonical import canonical_name, content_hash
 from kgapp.graph.store import TenantStore
 
 PAIRS = Path(__file__).resolve().parents[1] / "tests" / "data" / "resolution_pairs.json"
 NAMES_PER_EPISODE = 8
-WHERE_IS = "SELECT id, entity_type, merged_into FROM entity WHERE canonical_name = $name;"
-ALIAS_OF = "SELECT VALUE entity FROM alias WHERE name = $name;"
-AUTO_MERGES = "SELECT after.name AS name, after.survivor_name AS survivor FROM audit WHERE action = 'auto_merge';"
-PENDING = "SELECT a, b FROM dedup_candidate WHERE status = 'pending';"
+AUDITS_AT_MOST = 100_000
 
 
 def load(kind: str = "pairs") -> list[dict[str, Any]]:
@@ -115,13 +114,15 @@ async def evaluate(
     await ingest_names(store, seconds, embedder=embedder, llm=llm)
     await generate_candidates(store)
     outcome = Outcome(pairs=pairs)
+    tables = await export_graph(store)
     pending = {
         frozenset((record_key(r["a"]), record_key(r["b"])))
-        for r in await store.query_one(PENDING) or []
+        for r in tables["dedup_candidate"]
+        if r["status"] == "pending"
     }
+    where = _Where(tables)
     for pair in pairs:
-        a = await _entity_of(store, pair["a"]["name"])
-        b = await _entity_of(store, pair["b"]["name"])
+        a, b = where.entity_of(pair["a"]["name"]), where.entity_of(pair["b"]["name"])
         if a == b:
             outcome.verdicts[pair["id"]] = "merged"
         elif frozenset((a, b)) in pending:
@@ -133,21 +134,31 @@ async def evaluate(
         for p in pairs
         if p["same"]
     }
-    for row in await store.query_one(AUTO_MERGES) or []:
-        names = frozenset((canonical_name(row["name"]), canonical_name(row["survivor"])))
+    for listed in await audit_page(store, action="auto_merge", limit=AUDITS_AT_MOST):
+        merge = auto_merge_of(await audit_get(store, listed["id"]))
+        names = frozenset((canonical_name(merge["name"]), canonical_name(merge["survivor_name"])))
         if names not in linked:
-            outcome.wrong_auto_merges.append((row["name"], row["survivor"]))
+            outcome.wrong_auto_merges.append((merge["name"], merge["survivor_name"]))
     return outcome
 
 
-async def _entity_of(store: TenantStore, name: str) -> str:
-    """Where a name ended: its entity, or the one it was merged into or aliased to."""
-    canonical = canonical_name(name)
-    rows = await store.query_one(WHERE_IS, {"name": canonical}) or []
-    for row in rows:
-        return record_key(row.get("merged_into") or row["id"])
-    aliased = await store.query_one(ALIAS_OF, {"name": canonical}) or []
-    if aliased:
-        survivor = await store.query_one(queries.ENTITY_MERGED_INTO, {"id": aliased[0]})
-        return record_key(survivor or aliased[0])
-    raise AssertionError(f"{name!r} is nowhere in the graph")
+class _Where:
+    """Where a name ended, read from the graph's tables (export_graph)."""
+
+    def __init__(self, tables: dict[str, list[JsonObject]]) -> None:
+        self.entities = {record_key(e["id"]): e for e in tables["entity"]}
+        self.by_name: dict[str, list[JsonObject]] = {}
+        for entity in tables["entity"]:
+            self.by_name.setdefault(entity["canonical_name"], []).append(entity)
+        self.aliases = {a["name"]: record_key(a["entity"]) for a in tables["alias"]}
+
+    def entity_of(self, name: str) -> str:
+        """Its entity, or the one it was merged into or aliased to."""
+        canonical = canonical_name(name)
+        for row in self.by_name.get(canonical, []):
+            return record_key(row.get("merged_into") or row["id"])
+        aliased = self.aliases.get(canonical)
+        if aliased is not None:
+            survivor = self.entities[aliased].get("merged_into")
+            return record_key(survivor) if survivor is not None else aliased
+        raise AssertionError(f"{name!r} is nowhere in the graph")

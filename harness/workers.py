@@ -79,23 +79,6 @@ def queued_tasks(folder: Path) -> list[str]:
     return [json.loads(message.read_bytes())["headers"]["task"] for message in folder.glob("*.msg")]
 
 
-def graph_of(graph) -> dict:
-    return to_json(
-        {
-            "episodes": sorted(graph.query("SELECT VALUE id FROM episode")[0], key=str),
-            "entities": sorted(
-                graph.query("SELECT VALUE [id, name, entity_type] FROM entity")[0], key=str
-            ),
-            "facts": sorted(
-                graph.query(
-                    "SELECT VALUE [in, relation, out, fact, valid_at, invalid_at] FROM relates_to"
-                )[0],
-                key=str,
-            ),
-        }
-    )
-
-
 def wait_for(graph, record, done, timeout: float) -> dict:
     deadline = time.monotonic() + timeout
     row: dict = {}

@@ -22,7 +22,7 @@ def test_surrealql_lives_only_in_the_queries_module() -> None:
     stray = [
         str(path.relative_to(ROOT))
         for path in tracked_python()
-        if path.relative_to(ROOT).parts[0] not in {"tests", "bench", "harness"}
+        if path.relative_to(ROOT).parts[0] not in {"tests", "bench"}
         and path.name != "queries.py"
         and SURREALQL.search(path.read_text(encoding="utf-8"))
     ]

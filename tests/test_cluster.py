@@ -40,7 +40,6 @@ from harness.cluster_clients import (
     SearchProbe,
     cluster_user,
     commit_times,
-    graph_counts,
     index_matches_graph,
     send,
     settled_feed,
@@ -50,6 +49,7 @@ from harness.cluster_clients import (
     warm,
     watching,
 )
+from harness.graph import graph_counts
 from harness.recorded import extraction
 from kgapp.graph import jobs
 from kgapp.graph.records import parse_record_id, to_json

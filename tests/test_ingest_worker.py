@@ -15,11 +15,11 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 
+from harness.graph import graph_of
 from harness.recorded import extraction
 from harness.workers import (
     REDIS_TEST_URL,
     default_broker_workers,
-    graph_of,
     ingest_in_process,
     queued_tasks,
     start_whole_worker,
