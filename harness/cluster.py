@@ -34,6 +34,8 @@ from pathlib import Path
 import redis
 from django.conf import settings
 
+from harness.workers import celery_worker
+
 REDIS_CLUSTER_URL = "redis://127.0.0.1:6379/14"  # the suite's own database, flushed
 MACHINES = ("a", "b")
 START_TIMEOUT = 120.0  # seconds for every process to be up, on a busy 2-core machine
@@ -281,21 +283,7 @@ class Cluster:
         )
         worker = Proc(
             f"worker-{name}",
-            [
-                sys.executable,
-                "-m",
-                "celery",
-                "-A",
-                "kgapp.celery",
-                "worker",
-                "--pool=solo",
-                "--loglevel=INFO",
-                "--without-heartbeat",
-                "--without-gossip",
-                "--without-mingle",
-                "-n",
-                f"worker-{name}@%h",
-            ],
+            celery_worker("--pool=solo", "-n", f"worker-{name}@%h"),
             env,
             self.root / f"worker-{name}.log",
             _log_says(r"worker-\w@\S+ ready\."),

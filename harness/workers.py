@@ -23,24 +23,25 @@ from tenants.wiring import tenant_graph
 REDIS_TEST_URL = "redis://127.0.0.1:6379/15"
 
 
-def start_worker(env: dict[str, str], queue: str, log: Path) -> subprocess.Popen[bytes]:
-    command = [
+def celery_worker(*options: str) -> list[str]:
+    """The command of a Celery worker of this app, quiet between workers, with `options`."""
+    return [
         sys.executable,
         "-m",
         "celery",
         "-A",
         "kgapp.celery",
         "worker",
-        "--pool=solo",
         "--loglevel=INFO",
         "--without-heartbeat",
         "--without-gossip",
         "--without-mingle",
-        "-Q",
-        queue,
-        "-n",
-        f"{queue}@%h",
+        *options,
     ]
+
+
+def start_worker(env: dict[str, str], queue: str, log: Path) -> subprocess.Popen[bytes]:
+    command = celery_worker("--pool=solo", "-Q", queue, "-n", f"{queue}@%h")
     return subprocess.Popen(
         command, env=env, cwd=settings.BASE_DIR, stdout=log.open("wb"), stderr=subprocess.STDOUT
     )
@@ -49,22 +50,9 @@ def start_worker(env: dict[str, str], queue: str, log: Path) -> subprocess.Popen
 def start_whole_worker(env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
     """A worker as `make run` starts one (prefork, with beat), in a process group of its
     own so that the whole of it can be killed at once."""
-    command = [
-        sys.executable,
-        "-m",
-        "celery",
-        "-A",
-        "kgapp.celery",
-        "worker",
-        "--beat",
-        "--schedule",
-        str(log.with_suffix(".beat")),
-        "--concurrency=1",
-        "--loglevel=INFO",
-        "--without-heartbeat",
-        "--without-gossip",
-        "--without-mingle",
-    ]
+    command = celery_worker(
+        "--beat", "--schedule", str(log.with_suffix(".beat")), "--concurrency=1"
+    )
     return subprocess.Popen(
         command,
         env=env,

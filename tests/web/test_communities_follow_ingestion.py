@@ -9,7 +9,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -19,7 +18,7 @@ import pytest
 from django.conf import settings
 
 from harness.recorded import episode_of, works_at
-from harness.workers import default_broker_workers
+from harness.workers import celery_worker, default_broker_workers
 from kgapp.celery import app as celery_app
 from kgapp.graph import communities, jobs
 from kgapp.graph.documents.parse import parse_document
@@ -49,19 +48,7 @@ def answer(body: dict[str, Any]) -> dict[str, Any]:
 
 
 def start_worker(env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
-    command = [
-        sys.executable,
-        "-m",
-        "celery",
-        "-A",
-        "kgapp.celery",
-        "worker",
-        "--concurrency=2",
-        "--loglevel=INFO",
-        "--without-heartbeat",
-        "--without-gossip",
-        "--without-mingle",
-    ]
+    command = celery_worker("--concurrency=2")
     return subprocess.Popen(
         command,
         env=env,
